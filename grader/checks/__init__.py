@@ -1,0 +1,33 @@
+"""The checks, and the pipeline that runs them in the suite's order.
+
+A check whose prerequisites did not pass is skipped, so one root cause (a file that does not load,
+a wrong output shape) is reported once instead of as a cascade of value mismatches.
+"""
+
+from __future__ import annotations
+
+from grader.checks.base import Check, CheckContext, CheckResult, result
+from grader.checks.load import LoadCheck
+from grader.checks.shape import ShapeCheck
+from grader.checks.values import BatchCheck, OutputsCheck, WeightsCheck
+from grader.observation import WorkerRun
+from grader.refdata import ReferenceSet
+from grader.suite import Suite
+
+REGISTRY: dict[str, Check] = {check.kind: check for check in (LoadCheck(), ShapeCheck(), WeightsCheck(), OutputsCheck(), BatchCheck())}
+
+
+def run_checks(suite: Suite, refs: ReferenceSet, run: WorkerRun) -> list[CheckResult]:
+    results: dict[str, CheckResult] = {}
+    load_failed = False
+    for spec in suite.checks:
+        blockers = [r for r in spec.requires if not results[r].passed]
+        if load_failed and spec.kind != "load":
+            results[spec.id] = result(spec, "skipped", "skipped: the submission did not load")
+        elif blockers:
+            results[spec.id] = result(spec, "skipped", f"skipped: needs '{blockers[0]}' to pass first")
+        else:
+            results[spec.id] = REGISTRY[spec.kind].run(spec, CheckContext(suite, refs, run, dict(results)))
+        if spec.kind == "load" and not results[spec.id].passed:
+            load_failed = True
+    return list(results.values())

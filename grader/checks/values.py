@@ -1,0 +1,38 @@
+"""weights, outputs and batch: values against the stored references.
+
+* weights: with V = identity the output is the weight matrix; compared with the stored weights;
+* outputs: the output for the stored random V, compared with the stored output;
+* batch: both of the above on a batched case, so each batch element is checked.
+"""
+
+from __future__ import annotations
+
+from grader.checks.base import CaseResult, CheckContext, CheckResult, compare_probe, summarise
+from grader.probes import probe_name
+from grader.suite import CheckSpec
+
+
+class WeightsCheck:
+    kind = "weights"
+
+    def run(self, spec: CheckSpec, ctx: CheckContext) -> CheckResult:
+        return summarise(spec, [compare_probe(ctx, c, probe_name(c, "identity"), "weights", ctx.refs.cases[c].weights) for c in spec.cases])
+
+
+class OutputsCheck:
+    kind = "outputs"
+
+    def run(self, spec: CheckSpec, ctx: CheckContext) -> CheckResult:
+        return summarise(spec, [compare_probe(ctx, c, probe_name(c, "values"), "output", ctx.refs.cases[c].output) for c in spec.cases])
+
+
+class BatchCheck:
+    kind = "batch"
+
+    def run(self, spec: CheckSpec, ctx: CheckContext) -> CheckResult:
+        cases: list[CaseResult] = []
+        for c in spec.cases:
+            data = ctx.refs.cases[c]
+            cases.append(compare_probe(ctx, c, probe_name(c, "values"), "output", data.output))
+            cases.append(compare_probe(ctx, c, probe_name(c, "identity"), "weights", data.weights))
+        return summarise(spec, cases)

@@ -1,0 +1,43 @@
+"""A diagnosis: one named mistake with the evidence that shows it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.diagnosis.registry import BY_NAME, Severity
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in the submission the mistake most likely is (found after the evidence named it)."""
+
+    file: str
+    line: int
+    code: str
+    cell: int | None = None  # for notebooks: the code cell, counting from 1
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    code: str
+    name: str
+    severity: Severity
+    message: str  # short, with the measured figures
+    fix: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    checks: tuple[str, ...] = ()  # the failed checks this explains
+    location: Location | None = None
+
+    @classmethod
+    def of(cls, name: str, message: str, evidence: dict[str, Any] | None = None, checks: tuple[str, ...] = (), severity: Severity | None = None) -> Diagnosis:
+        rule = BY_NAME[name]
+        return cls(
+            code=rule.code,
+            name=rule.name,
+            severity=severity or rule.severity,
+            message=message,
+            fix=rule.fix,
+            evidence=evidence or {},
+            checks=checks,
+        )

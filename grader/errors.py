@@ -1,0 +1,50 @@
+"""The grader's own errors and its exit codes.
+
+A candidate's bug is never one of these: it is a failed check. These are for the grader's input
+(paths, options, suites, references) and for the grader itself::
+
+    GraderError                 every error the CLI turns into one line and an exit code
+     +-- UsageError             a bad path or option                     -> exit 2
+     +-- SuiteError             an invalid suite file                    -> exit 2
+     +-- ReferenceDataError     missing or corrupt stored references     -> exit 2
+     +-- OutputError            a report that cannot be written          -> exit 2
+     +-- SandboxError           the worker could not be started at all   -> exit 3
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0  # every submission passed
+    FAILED = 1  # at least one submission failed a check
+    USAGE = 2  # bad path, option, suite, references or output location
+    INTERNAL = 3  # a bug or environment failure in the grader itself
+    INTERRUPTED = 130  # Ctrl-C: what was graded so far is kept
+
+
+class GraderError(Exception):
+    """Base of the grader's own errors; str() is the one line shown to the user."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+
+class UsageError(GraderError):
+    exit_code = ExitCode.USAGE
+
+
+class SuiteError(GraderError):
+    exit_code = ExitCode.USAGE
+
+
+class ReferenceDataError(GraderError):
+    exit_code = ExitCode.USAGE
+
+
+class OutputError(GraderError):
+    exit_code = ExitCode.USAGE
+
+
+class SandboxError(GraderError):
+    exit_code = ExitCode.INTERNAL

@@ -1,0 +1,190 @@
+"""What the worker saw, as validated plain data: the input of every judgement.
+
+The worker's messages are untrusted (the submission shares its process and may have written to
+the result pipe itself), so each field is checked here before anything else reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+WorkerStatus = Literal["completed", "timeout", "memory", "crashed", "protocol-error"]
+
+
+class MalformedMessage(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    type: str
+    message: str
+    line: int | None = None
+    file: str | None = None
+    frames: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def short(self) -> str:
+        """Type and message on one line, clipped: numpy's shape errors run long; the full text
+        stays in ``message``."""
+        text = " ".join(f"{self.type}: {self.message}".split()) if self.message else self.type
+        return text if len(text) <= 140 else text[:137] + "..."
+
+
+@dataclass(frozen=True)
+class Value:
+    """A returned value: its type name, and its array when it was array-like."""
+
+    type: str
+    array: np.ndarray | None = None
+    items: tuple[Value, ...] | None = None  # for tuples and lists
+    list_array: np.ndarray | None = None  # a list that converts to a numeric array
+    repr: str = ""
+
+    @property
+    def is_array(self) -> bool:
+        return self.array is not None
+
+
+@dataclass(frozen=True)
+class Observation:
+    probe: str
+    call: int
+    status: Literal["returned", "raised"]
+    duration_s: float
+    value: Value | None = None
+    error: ErrorInfo | None = None
+    inputs_after: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LoadInfo:
+    ok: bool
+    reason: str = ""  # "load-error" or "function-missing" when not ok
+    error: ErrorInfo | None = None
+    callable_type: str = ""
+    signature: str | None = None
+    accepts_three: bool = True
+    signature_error: str = ""
+    available: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CapturedOutput:
+    text: str
+    total_bytes: int
+    kept_bytes: int
+
+    @property
+    def truncated_bytes(self) -> int:
+        return self.total_bytes - self.kept_bytes
+
+
+@dataclass(frozen=True)
+class WorkerRun:
+    status: WorkerStatus
+    load: LoadInfo | None
+    observations: dict[tuple[str, int], Observation]
+    output: CapturedOutput
+    duration_s: float
+    exit_code: int | None = None
+    signal: int | None = None
+    max_rss_kb: int = 0
+    detail: str = ""  # why the run ended the way it did, for timeouts and crashes
+    last_probe: str | None = None  # the probe being run when the worker stopped, if any
+    sandbox: tuple[str, ...] = ()  # the isolation layers that were active
+
+    def get(self, probe: str, call: int = 0) -> Observation | None:
+        return self.observations.get((probe, call))
+
+
+def _str(meta: dict[str, Any], key: str, default: str | None = None, limit: int = 4000) -> str:
+    value = meta.get(key, default)
+    if not isinstance(value, str):
+        raise MalformedMessage(f"field {key!r} is not text")
+    return value[:limit]
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def parse_error(meta: Any) -> ErrorInfo:
+    if not isinstance(meta, dict):
+        raise MalformedMessage("error is not a mapping")
+    frames = meta.get("frames", [])
+    if not isinstance(frames, list):
+        frames = []
+    clean = tuple(
+        {"file": str(f.get("file"))[:300], "line": _opt_int(f.get("line")), "function": str(f.get("function"))[:200], "code": str(f.get("code"))[:300]}
+        for f in frames[:10]
+        if isinstance(f, dict)
+    )
+    file = meta.get("file")
+    return ErrorInfo(
+        type=_str(meta, "type", "Exception", 200),
+        message=_str(meta, "message", ""),
+        line=_opt_int(meta.get("line")),
+        file=file[:300] if isinstance(file, str) else None,
+        frames=clean,
+    )
+
+
+def parse_value(meta: Any, arrays: dict[str, np.ndarray], depth: int = 0) -> Value:
+    if not isinstance(meta, dict) or depth > 1:
+        raise MalformedMessage("value is not a mapping")
+    array = None
+    if "array" in meta:
+        name = meta["array"]
+        if not isinstance(name, str) or name not in arrays:
+            raise MalformedMessage("value names a missing array")
+        array = arrays[name]
+    items = None
+    if isinstance(meta.get("items"), list):
+        items = tuple(parse_value(item, arrays, depth + 1) for item in meta["items"][:4])
+    list_array = None
+    if isinstance(meta.get("as_array"), str) and meta["as_array"] in arrays:
+        list_array = arrays[meta["as_array"]]
+    return Value(type=_str(meta, "type", "?", 200), array=array, items=items, list_array=list_array, repr=str(meta.get("repr", ""))[:300])
+
+
+def parse_result(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Observation:
+    probe = _str(meta, "probe", None, 200)
+    call = meta.get("call")
+    if type(call) is not int or call < 0:
+        raise MalformedMessage("bad call index")
+    status = meta.get("status")
+    if status not in ("returned", "raised"):
+        raise MalformedMessage("bad status")
+    duration = meta.get("duration", 0.0)
+    if not isinstance(duration, (int, float)):
+        duration = 0.0
+    after = {label: arrays[f"after.{label}"] for label in ("Q", "K", "V") if f"after.{label}" in arrays}
+    if status == "returned":
+        return Observation(probe, call, "returned", float(duration), value=parse_value(meta.get("value"), arrays), inputs_after=after)
+    return Observation(probe, call, "raised", float(duration), error=parse_error(meta.get("error")), inputs_after=after)
+
+
+def parse_load(meta: dict[str, Any]) -> LoadInfo:
+    if meta.get("ok") is True:
+        signature = meta.get("signature")
+        return LoadInfo(
+            ok=True,
+            callable_type=_str(meta, "callable", "?", 200),
+            signature=signature[:300] if isinstance(signature, str) else None,
+            accepts_three=meta.get("accepts_three") is not False,
+            signature_error=str(meta.get("signature_error", ""))[:300],
+        )
+    reason = meta.get("reason")
+    if reason not in ("load-error", "function-missing"):
+        raise MalformedMessage("bad load reason")
+    available = meta.get("available", [])
+    return LoadInfo(
+        ok=False,
+        reason=reason,
+        error=parse_error(meta["error"]) if "error" in meta else None,
+        available=tuple(str(a)[:100] for a in available[:20]) if isinstance(available, list) else (),
+    )

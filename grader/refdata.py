@@ -1,0 +1,181 @@
+"""Stored reference data: where it is, checking it, and writing it again.
+
+``reference/`` holds, for every case of the suite, the inputs Q, K, V and the expected weights and
+outputs as ``.npy`` files, plus ``manifest.json`` with the SHA-256 of each file and a digest of the
+cases they were made from. The grader refuses to grade with a file missing, altered, or made for
+other cases: a silently wrong reference would fail correct submissions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from grader.attention import exact_attention
+from grader.errors import ReferenceDataError
+from grader.suite import Case, Suite, load_suite
+
+MANIFEST = "manifest.json"
+ARRAYS = ("Q", "K", "V", "weights", "output")
+# Inputs are rounded to this grid so that every product and every sum of up to 2**20 products is
+# exact in float64: the stored expectations then do not depend on how a BLAS orders its sums.
+GRID = 256.0
+
+
+def _package_dir(package: str, fallback: str) -> Path:
+    try:
+        return Path(str(resources.files(package)))
+    except ModuleNotFoundError:
+        # Running from a source checkout: the data sits at the top of the repository.
+        return Path(__file__).resolve().parent.parent / fallback
+
+
+def default_suite_path() -> Path:
+    return _package_dir("grader.fixtures", "fixtures") / "suite.yaml"
+
+
+def default_reference_dir() -> Path:
+    return _package_dir("grader.reference", "reference")
+
+
+def load_default_suite() -> Suite:
+    return load_suite(default_suite_path())
+
+
+def reference_dir_for(suite: Suite) -> Path:
+    return suite.references if suite.references is not None else default_reference_dir()
+
+
+@dataclass(frozen=True)
+class CaseData:
+    case: Case
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    weights: np.ndarray
+    output: np.ndarray
+
+
+@dataclass(frozen=True)
+class ReferenceSet:
+    directory: Path
+    cases: dict[str, CaseData]
+
+
+def make_inputs(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(case.seed)
+    shape = case.shape
+    arrays = []
+    for dims in (shape.q(), shape.k(), shape.v()):
+        arrays.append(np.round(rng.standard_normal(dims) * GRID) / GRID)
+    return arrays[0], arrays[1], arrays[2]
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array, dtype="<f8"), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def build_files(suite: Suite) -> dict[str, bytes]:
+    """Every file of the reference folder, as bytes, computed from the suite alone."""
+    files: dict[str, bytes] = {}
+    for name, case in sorted(suite.cases.items()):
+        Q, K, V = make_inputs(case)
+        weights, output = exact_attention(Q, K, V)
+        for label, array in zip(ARRAYS, (Q, K, V, weights, output)):
+            files[f"{name}.{label}.npy"] = _npy_bytes(array)
+    manifest = {
+        "suite": suite.name,
+        "cases_digest": suite.digest(),
+        "files": {n: hashlib.sha256(b).hexdigest() for n, b in sorted(files.items())},
+    }
+    files[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+    return files
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write through a temporary file in the same folder and rename: never a half-written file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def regenerate(suite: Suite, directory: Path) -> list[Path]:
+    """Write the reference folder for ``suite`` (deterministic: same bytes on every run)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        files = build_files(suite)
+        keep = set(files)
+        for stale in directory.glob("*.npy"):
+            if stale.name not in keep:
+                stale.unlink()
+        for name, data in files.items():
+            write_atomically(directory / name, data)
+            written.append(directory / name)
+    except OSError as exc:
+        raise ReferenceDataError(f"{directory}: cannot write references: {exc.strerror}") from None
+    return written
+
+
+def load_references(suite: Suite, directory: Path | None = None) -> ReferenceSet:
+    """Load and verify the stored references. Raises ReferenceDataError with one line."""
+    directory = directory or reference_dir_for(suite)
+    hint = "regenerate them with `grade references --regenerate`"
+    manifest_path = directory / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        expected_files = dict(manifest["files"])
+        digest = manifest["cases_digest"]
+    except FileNotFoundError:
+        raise ReferenceDataError(f"{manifest_path}: reference manifest missing; {hint}") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ReferenceDataError(f"{manifest_path}: unreadable reference manifest ({type(exc).__name__}); {hint}") from None
+    if digest != suite.digest():
+        raise ReferenceDataError(f"{manifest_path}: references were made for other cases than suite '{suite.name}'; {hint}")
+    cases: dict[str, CaseData] = {}
+    for name, case in suite.cases.items():
+        arrays: dict[str, np.ndarray] = {}
+        for label in ARRAYS:
+            file_name = f"{name}.{label}.npy"
+            path = directory / file_name
+            if file_name not in expected_files:
+                raise ReferenceDataError(f"{manifest_path}: no entry for {file_name}; {hint}")
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise ReferenceDataError(f"{path}: reference file missing; {hint}") from None
+            except OSError as exc:
+                raise ReferenceDataError(f"{path}: cannot read reference file: {exc.strerror}") from None
+            if hashlib.sha256(data).hexdigest() != expected_files[file_name]:
+                raise ReferenceDataError(f"{path}: checksum mismatch, the reference file is corrupt or was edited; {hint}")
+            try:
+                arrays[label] = np.load(io.BytesIO(data), allow_pickle=False)
+            except ValueError as exc:
+                raise ReferenceDataError(f"{path}: not a valid .npy array ({exc})") from None
+        shape = case.shape
+        wanted = {"Q": shape.q(), "K": shape.k(), "V": shape.v(), "weights": shape.weights(), "output": shape.output()}
+        for label, dims in wanted.items():
+            if arrays[label].shape != dims or arrays[label].dtype != np.float64:
+                raise ReferenceDataError(f"{directory / f'{name}.{label}.npy'}: shape {arrays[label].shape} does not match case '{name}' {dims}")
+        cases[name] = CaseData(case=case, **arrays)
+    return ReferenceSet(directory=directory, cases=cases)

@@ -1,0 +1,104 @@
+"""The terminal report, rendered with rich.
+
+One line per check, then a panel per diagnosis (what was measured, why it matters, the fix), then
+what the submission printed. Every piece of text that came from the submission goes through
+``escape`` so that it cannot inject rich markup.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from grader.diagnosis.model import Diagnosis
+from grader.diagnosis.registry import BY_NAME
+from grader.report.model import Report
+
+MARKS = {"passed": ("PASS", "green"), "failed": ("FAIL", "red"), "skipped": ("SKIP", "yellow"), "error": ("ERR ", "magenta")}
+OUTPUT_LINES = 12
+
+
+def check_table(report: Report) -> Table:
+    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 1))
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(justify="right", no_wrap=True)
+    table.add_column()
+    for check in report.checks:
+        mark, style = MARKS[check.outcome]
+        table.add_row(
+            Text(mark, style=f"bold {style}"),
+            Text(check.id, style="bold"),
+            Text(f"{check.points:g}/{check.max_points:g}", style="dim"),
+            Text(check.summary),
+        )
+    return table
+
+
+def diagnosis_panel(d: Diagnosis) -> Panel:
+    rule = BY_NAME.get(d.name)
+    parts: list[RenderableType] = [Text.assemble(("Measured  ", "bold"), d.message)]
+    if d.location is not None:
+        where = f"cell {d.location.cell}, line {d.location.line}" if d.location.cell else f"line {d.location.line}"
+        parts.append(Text.assemble(("Where     ", "bold"), (f"{d.location.file} {where}: ", "dim"), (d.location.code.strip(), "bold yellow")))
+    if rule is not None:
+        parts.append(Text.assemble(("Why       ", "bold"), rule.why))
+    parts.append(Text.assemble(("Fix       ", "bold"), (d.fix, "green")))
+    color = "red" if d.severity == "error" else "yellow"
+    title = f"[bold {color}]{escape(d.code)} {escape(d.name)}[/] [dim]({d.severity})[/]"
+    subtitle = f"[dim]grade --explain {escape(d.name)}[/]"
+    return Panel(Group(*parts), title=title, title_align="left", subtitle=subtitle, subtitle_align="right", border_style=color)
+
+
+def output_block(report: Report) -> RenderableType | None:
+    out = report.output
+    if out.total_bytes == 0:
+        return None
+    lines = out.text.splitlines()
+    shown = "\n".join(lines[:OUTPUT_LINES])
+    note = f"the submission printed {out.total_bytes} bytes"
+    if out.truncated_bytes or len(lines) > OUTPUT_LINES:
+        note += f"; showing the first {min(len(lines), OUTPUT_LINES)} lines"
+        if out.truncated_bytes:
+            note += f" ({out.truncated_bytes} bytes were cut)"
+    return Panel(Text(shown), title=f"[dim]{escape(note)}[/]", title_align="left", border_style="dim")
+
+
+def render(report: Report) -> Group:
+    verdict = Text("PASSED", style="bold green") if report.passed else Text("FAILED", style="bold red")
+    header = Text.assemble(
+        verdict,
+        "  ",
+        (report.path, "bold"),
+        f"  {report.score:g}/{report.max_score:g} points",
+        (f"  {report.duration_s:.2f} s", "dim"),
+    )
+    parts: list[RenderableType] = [header]
+    if report.error:
+        parts.append(Text(f"  {report.error}", style="red"))
+    if report.checks:
+        parts.append(check_table(report))
+    parts.extend(diagnosis_panel(d) for d in report.diagnoses)
+    block = output_block(report)
+    if block is not None:
+        parts.append(block)
+    return Group(*parts)
+
+
+class TextReporter:
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.reports: list[Report] = []
+
+    def add(self, report: Report) -> None:
+        self.reports.append(report)
+        self.console.print(render(report))
+        self.console.print()
+
+    def finish(self) -> None:
+        if len(self.reports) > 1:
+            passed = sum(r.passed for r in self.reports)
+            self.console.print(Text(f"{passed} of {len(self.reports)} submissions passed", style="bold"))

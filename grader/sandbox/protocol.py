@@ -1,0 +1,105 @@
+"""The framed message format between the grader and the worker.
+
+A message is a JSON header plus raw array bytes, never pickle: a value the submission returns
+cannot run code in the grader when it is read. Every field is validated on the way in, because the
+bytes come from a process running untrusted code, which may write anything to its pipes.
+
+Frame layout (all integers little-endian)::
+
+    u32 frame length | b"GRD1" | u32 header length | header (UTF-8 JSON) | array bytes
+
+and the header is ``{"meta": {...}, "arrays": [{"name", "dtype", "shape", "offset", "nbytes"}]}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from typing import Any
+
+import numpy as np
+
+MAGIC = b"GRD1"
+# Array dtypes that may cross the boundary. Anything else (object, structured, datetime, ...) is
+# refused: it either cannot be compared as numbers or could carry Python objects.
+ALLOWED_DTYPES = frozenset(
+    f"{order}{kind}{size}"
+    for order in "<|"
+    for kind, sizes in (("f", (2, 4, 8)), ("i", (1, 2, 4, 8)), ("u", (1, 2, 4, 8)), ("c", (8, 16)), ("b", (1,)))
+    for size in sizes
+)
+MAX_DIMS = 8
+
+
+class ProtocolError(ValueError):
+    """The peer sent bytes that are not a valid message."""
+
+
+def _dtype_name(array: np.ndarray) -> str:
+    dtype = array.dtype.newbyteorder("<") if array.dtype.byteorder == ">" else array.dtype
+    return str(dtype.str)
+
+
+def encode(meta: dict[str, Any], arrays: dict[str, np.ndarray] | None = None) -> bytes:
+    """One frame holding ``meta`` (JSON-able) and ``arrays`` (numeric numpy arrays)."""
+    entries = []
+    chunks = []
+    offset = 0
+    for name, array in (arrays or {}).items():
+        data = np.ascontiguousarray(array)
+        if data.dtype.byteorder == ">":
+            data = data.astype(data.dtype.newbyteorder("<"))
+        raw = data.tobytes()
+        entries.append({"name": name, "dtype": _dtype_name(data), "shape": list(data.shape), "offset": offset, "nbytes": len(raw)})
+        chunks.append(raw)
+        offset += len(raw)
+    header = json.dumps({"meta": meta, "arrays": entries}, allow_nan=True).encode("utf-8")
+    body = MAGIC + struct.pack("<I", len(header)) + header + b"".join(chunks)
+    return struct.pack("<I", len(body)) + body
+
+
+def decode(body: bytes, max_elements: int = 50_000_000) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Parse one frame body (without its length prefix). Raises ProtocolError on anything odd."""
+    if len(body) < 8 or body[:4] != MAGIC:
+        raise ProtocolError("bad magic")
+    (header_len,) = struct.unpack_from("<I", body, 4)
+    if header_len > len(body) - 8:
+        raise ProtocolError("header longer than frame")
+    try:
+        header = json.loads(body[8 : 8 + header_len].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProtocolError(f"bad header: {exc}") from None
+    if not isinstance(header, dict) or not isinstance(header.get("meta"), dict) or not isinstance(header.get("arrays"), list):
+        raise ProtocolError("bad header structure")
+    data = memoryview(body)[8 + header_len :]
+    arrays: dict[str, np.ndarray] = {}
+    for entry in header["arrays"]:
+        arrays_entry = _check_entry(entry, len(data), max_elements)
+        name, dtype, shape, offset, nbytes = arrays_entry
+        if name in arrays:
+            raise ProtocolError(f"array {name!r} sent twice")
+        flat = np.frombuffer(data[offset : offset + nbytes], dtype=np.dtype(dtype))
+        arrays[name] = flat.reshape(shape).copy()
+    return header["meta"], arrays
+
+
+def _check_entry(entry: Any, available: int, max_elements: int) -> tuple[str, str, tuple[int, ...], int, int]:
+    if not isinstance(entry, dict):
+        raise ProtocolError("array entry is not a mapping")
+    name, dtype, shape = entry.get("name"), entry.get("dtype"), entry.get("shape")
+    offset, nbytes = entry.get("offset"), entry.get("nbytes")
+    if not isinstance(name, str) or len(name) > 200:
+        raise ProtocolError("bad array name")
+    if dtype not in ALLOWED_DTYPES:
+        raise ProtocolError(f"dtype {str(dtype)[:40]!r} not allowed")
+    if not isinstance(shape, list) or len(shape) > MAX_DIMS or not all(type(n) is int and n >= 0 for n in shape):
+        raise ProtocolError("bad array shape")
+    if type(offset) is not int or type(nbytes) is not int or offset < 0 or nbytes < 0:
+        raise ProtocolError("bad array extent")
+    count = math.prod(shape)
+    if count > max_elements:
+        raise ProtocolError(f"array of {count} elements exceeds the cap of {max_elements}")
+    if count * np.dtype(dtype).itemsize != nbytes or offset + nbytes > available:
+        raise ProtocolError("array size does not match its shape")
+    return name, dtype, tuple(shape), offset, nbytes

@@ -1,0 +1,286 @@
+"""Start a worker for one submission, feed it the probes, collect its observations.
+
+The grader's side of the sandbox. It enforces what the worker cannot be trusted to enforce on
+itself: the wall-clock deadline (the whole process group is killed when it passes), the size of
+what the submission prints (the start is kept, the rest counted), and the size and form of the
+results (framed, capped, validated). Reading never blocks past the deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from grader.errors import SandboxError
+from grader.observation import (
+    CapturedOutput,
+    LoadInfo,
+    MalformedMessage,
+    Observation,
+    WorkerRun,
+    WorkerStatus,
+    parse_load,
+    parse_result,
+)
+from grader.probes import Probe
+from grader.sandbox.protocol import ProtocolError, decode, encode
+
+# Only what Python and numpy need. Nothing of the caller's environment (tokens, keys, CI secrets)
+# is passed on.
+BASE_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONHASHSEED": "0",
+    "PYTHONIOENCODING": "utf-8",
+    # One thread each: the worker must stay single-threaded for the isolation layers (Landlock and
+    # user namespaces apply to a single-threaded process), and parallel workers share the cores.
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+
+
+# The worker imports the very same `grader` package as this process (an installed copy and a source
+# tree may both exist), with -I so that no environment variable or user site can change that.
+PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+WORKER_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.worker import entry; entry(sys.argv[1:])"
+
+
+@dataclass(frozen=True)
+class WorkerLimits:
+    timeout_s: float = 10.0
+    memory_mb: int = 1024
+    output_bytes: int = 64 * 1024
+    result_bytes: int = 256 * 1024 * 1024
+    file_bytes: int = 64 * 1024 * 1024
+
+
+def build_request(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits) -> bytes:
+    arrays = {}
+    for probe in probes:
+        arrays[f"{probe.name}.Q"] = probe.Q
+        arrays[f"{probe.name}.K"] = probe.K
+        arrays[f"{probe.name}.V"] = probe.V
+    meta = {
+        "submission": str(submission),
+        "function": function,
+        "probes": [{"name": p.name, "repeat": p.repeat, "return_inputs": p.return_inputs} for p in probes],
+        "limits": {
+            "memory_bytes": limits.memory_mb * 1024 * 1024,
+            "cpu_seconds": int(limits.timeout_s) + 2,
+            "file_bytes": limits.file_bytes,
+        },
+    }
+    return encode(meta, arrays)
+
+
+class _OutputSink:
+    """Keeps the first ``cap`` bytes of what the submission prints and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.kept = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.cap - len(self.kept)
+        if room > 0:
+            self.kept += data[:room]
+
+    def result(self) -> CapturedOutput:
+        return CapturedOutput(self.kept.decode("utf-8", errors="replace"), self.total, len(self.kept))
+
+
+class _ResultStream:
+    """Splits the result pipe into frames, refusing anything over the cap."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.buffer = bytearray()
+        self.received = 0
+
+    def feed(self, data: bytes) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        self.received += len(data)
+        if self.received > self.cap:
+            raise ProtocolError(f"the worker sent more than {self.cap} bytes of results")
+        self.buffer += data
+        frames = []
+        while len(self.buffer) >= 4:
+            (length,) = struct.unpack_from("<I", self.buffer)
+            if length > self.cap:
+                raise ProtocolError("frame larger than the result cap")
+            if len(self.buffer) < 4 + length:
+                break
+            body = bytes(self.buffer[4 : 4 + length])
+            del self.buffer[: 4 + length]
+            frames.append(decode(body))
+        return frames
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _writer(fd: int, data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass  # the worker died before reading its request; its exit status tells why
+    finally:
+        os.close(fd)
+
+
+def run_submission(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits) -> WorkerRun:
+    """Run one submission on ``probes`` in a fresh worker process. Raises SandboxError only when
+    the worker cannot be started at all; everything the submission does is in the WorkerRun."""
+    workdir = tempfile.mkdtemp(prefix="grader-work-")
+    request = build_request(submission.resolve(), function, probes, limits)
+    req_r, req_w = os.pipe()
+    res_r, res_w = os.pipe()
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", WORKER_BOOT, PACKAGE_ROOT, str(req_r), str(res_w)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env={**BASE_ENV, "HOME": workdir, "TMPDIR": workdir},
+            pass_fds=(req_r, res_w),
+            start_new_session=True,  # its own process group: one killpg ends it and its children
+        )
+    except OSError as exc:
+        for fd in (req_r, req_w, res_r, res_w):
+            os.close(fd)
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise SandboxError(f"cannot start the worker: {exc}") from None
+    os.close(req_r)
+    os.close(res_w)
+    threading.Thread(target=_writer, args=(req_w, request), daemon=True).start()
+    try:
+        run = _collect(proc, res_r, limits, started)
+        if run.status != "completed":
+            # The first probe with no observation is the one running when the worker stopped.
+            pending = [p.name for p in probes if (p.name, 0) not in run.observations]
+            run = replace(run, last_probe=pending[0] if pending and run.load is not None and run.load.ok else None)
+        return run
+    finally:
+        _kill_group(proc.pid)
+        os.close(res_r)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, started: float) -> WorkerRun:
+    assert proc.stdout is not None
+    deadline = started + limits.timeout_s
+    sink = _OutputSink(limits.output_bytes)
+    stream = _ResultStream(limits.result_bytes)
+    load: LoadInfo | None = None
+    observations: dict[tuple[str, int], Observation] = {}
+    done = False
+    status: WorkerStatus | None = None
+    detail = ""
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ, "out")
+    selector.register(res_fd, selectors.EVENT_READ, "res")
+    open_streams = 2
+    try:
+        while open_streams:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                status, detail = "timeout", f"no result within {limits.timeout_s:g} s"
+                break
+            for key, _ in selector.select(timeout=min(remaining, 0.5)):
+                fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()  # type: ignore[union-attr]
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    selector.unregister(key.fileobj)
+                    open_streams -= 1
+                    continue
+                if key.data == "out":
+                    sink.feed(data)
+                    continue
+                try:
+                    for meta, arrays in stream.feed(data):
+                        kind = meta.get("kind")
+                        if kind == "loaded":
+                            load = parse_load(meta)
+                        elif kind == "result":
+                            obs = parse_result(meta, arrays)
+                            observations[(obs.probe, obs.call)] = obs
+                        elif kind == "done":
+                            done = True
+                        else:
+                            raise MalformedMessage(f"unknown message kind {str(kind)[:40]!r}")
+                except (ProtocolError, MalformedMessage, KeyError) as exc:
+                    status, detail = "protocol-error", f"malformed result from the worker: {exc}"
+                    break
+            if status is not None:
+                break
+    finally:
+        selector.close()
+    if status is not None:
+        _kill_group(proc.pid)
+    exit_code, signum, max_rss = _reap(proc)
+    duration = time.monotonic() - started
+    if status is None:
+        if done and exit_code == 0:
+            status = "completed"
+        elif signum == signal.SIGXCPU:
+            status, detail = "timeout", "CPU time limit reached"
+        elif _looks_like_memory(max_rss, limits, signum, observations, load):
+            status, detail = "memory", f"the worker died near the memory limit ({max_rss // 1024} MB resident)"
+        else:
+            status = "crashed"
+            detail = f"the worker was killed by signal {signal.Signals(signum).name}" if signum else f"the worker exited with code {exit_code} before reporting"
+    return WorkerRun(
+        status=status,
+        load=load,
+        observations=observations,
+        output=sink.result(),
+        duration_s=duration,
+        exit_code=exit_code,
+        signal=signum,
+        max_rss_kb=max_rss,
+        detail=detail,
+        last_probe=None,
+    )
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> tuple[int | None, int | None, int]:
+    """Wait for the worker (it was killed if need be) and read its exit status and peak memory."""
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except ChildProcessError:
+        proc.wait()
+        code = proc.returncode
+        return (code, None, 0) if code is None or code >= 0 else (None, -code, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status), int(usage.ru_maxrss)
+    return os.WEXITSTATUS(status), None, int(usage.ru_maxrss)
+
+
+def _looks_like_memory(max_rss_kb: int, limits: WorkerLimits, signum: int | None, observations: dict[tuple[str, int], Observation], load: LoadInfo | None) -> bool:
+    # An allocation that fails inside C code aborts or kills the process instead of raising
+    # MemoryError; a peak near the limit tells that case apart from an ordinary crash.
+    return max_rss_kb * 1024 >= 0.8 * limits.memory_mb * 1024 * 1024 or signum == signal.SIGKILL and max_rss_kb * 1024 >= 0.5 * limits.memory_mb * 1024 * 1024

@@ -1,0 +1,358 @@
+"""The suite: which cases exist, which checks run on them, tolerances, points and limits.
+
+A suite is a YAML file (the default one is ``fixtures/suite.yaml``). It is validated completely
+before any grading starts, and every error names the file, the line and the key path, because a
+task author editing YAML needs to know exactly where the mistake is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from grader.errors import SuiteError
+
+CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch")
+SEVERITIES = ("error", "warning", "off")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Sizes of one case. ``batch`` holds the leading axes: () for a single sequence."""
+
+    batch: tuple[int, ...]
+    tq: int
+    tk: int
+    dk: int
+    dv: int
+
+    def q(self) -> tuple[int, ...]:
+        return self.batch + (self.tq, self.dk)
+
+    def k(self) -> tuple[int, ...]:
+        return self.batch + (self.tk, self.dk)
+
+    def v(self) -> tuple[int, ...]:
+        return self.batch + (self.tk, self.dv)
+
+    def output(self) -> tuple[int, ...]:
+        return self.batch + (self.tq, self.dv)
+
+    def weights(self) -> tuple[int, ...]:
+        return self.batch + (self.tq, self.tk)
+
+    def describe(self) -> str:
+        lead = "".join(f"B{i + 1}={b}, " if len(self.batch) > 1 else f"B={b}, " for i, b in enumerate(self.batch))
+        return f"{lead}T_q={self.tq}, T_k={self.tk}, d_k={self.dk}, d_v={self.dv}"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    seed: int
+    shape: Shape
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    kind: str
+    points: float
+    cases: tuple[str, ...]
+    requires: tuple[str, ...]
+    title: str
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """An element matches when |actual - expected| <= atol + rtol * |expected| (numpy's isclose)."""
+
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float
+    memory_mb: int
+    output_bytes: int
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    version: int
+    function: str
+    cases: dict[str, Case]
+    checks: tuple[CheckSpec, ...]
+    tolerance: Tolerance
+    limits: Limits
+    severity: dict[str, str] = field(default_factory=dict)
+    source: Path | None = None
+    references: Path | None = None
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(c.points for c in self.checks))
+
+    def digest(self) -> str:
+        """Identifies what the stored references depend on: the cases and nothing else."""
+        cases = {
+            n: {"seed": c.seed, "batch": list(c.shape.batch), "tq": c.shape.tq, "tk": c.shape.tk, "dk": c.shape.dk, "dv": c.shape.dv}
+            for n, c in sorted(self.cases.items())
+        }
+        return hashlib.sha256(json.dumps(cases, sort_keys=True).encode()).hexdigest()
+
+    def fingerprint(self) -> str:
+        """Identifies everything that can change a verdict (for caches of results)."""
+        data = {
+            "digest": self.digest(),
+            "function": self.function,
+            "checks": [(c.id, c.kind, c.points, c.cases, c.requires) for c in self.checks],
+            "tolerance": (self.tolerance.rtol, self.tolerance.atol),
+            "severity": sorted(self.severity.items()),
+            "version": self.version,
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# Loading with line numbers
+
+
+class _Doc:
+    """A YAML document turned into plain Python, remembering the line of every key path."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.lines: dict[tuple[str, ...], int] = {}
+
+    def convert(self, node: yaml.Node, path: tuple[str, ...]) -> Any:
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = str(key_node.value)
+                if key in out:
+                    raise self.error(path + (key,), f"duplicate key '{key}'", key_node.start_mark.line + 1)
+                self.lines[path + (key,)] = key_node.start_mark.line + 1
+                out[key] = self.convert(value_node, path + (key,))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.convert(item, path + (str(i),)) for i, item in enumerate(node.value)]
+        # Scalars: let the safe constructor decide int / float / bool / str.
+        return yaml.SafeLoader("").construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+
+    def line(self, path: tuple[str, ...]) -> int:
+        while path and path not in self.lines:
+            path = path[:-1]
+        return self.lines.get(path, 1)
+
+    def error(self, path: tuple[str, ...], message: str, line: int | None = None) -> SuiteError:
+        where = ".".join(path) if path else "(top level)"
+        return SuiteError(f"{self.source}:{line or self.line(path)}: {where}: {message}")
+
+
+def _mapping(doc: _Doc, value: Any, path: tuple[str, ...], allowed: dict[str, bool]) -> dict[str, Any]:
+    """Check a mapping's keys: ``allowed`` maps each known key to whether it is required."""
+    if not isinstance(value, dict):
+        raise doc.error(path, f"expected a mapping, got {_kind(value)}")
+    for key in value:
+        if key not in allowed:
+            raise doc.error(path + (key,), f"unknown key '{key}' (expected one of: {', '.join(sorted(allowed))})")
+    for key, required in allowed.items():
+        if required and key not in value:
+            raise doc.error(path, f"missing required key '{key}'")
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "nothing"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _typed(doc: _Doc, value: Any, path: tuple[str, ...], check: Callable[[Any], bool], want: str) -> Any:
+    if not check(value):
+        raise doc.error(path, f"expected {want}, got {_kind(value)} {value!r}")
+    return value
+
+
+def _int(doc: _Doc, value: Any, path: tuple[str, ...], minimum: int = 0) -> int:
+    _typed(doc, value, path, lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number")
+    if value < minimum:
+        raise doc.error(path, f"must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _number(doc: _Doc, value: Any, path: tuple[str, ...], minimum: float = 0.0) -> float:
+    _typed(doc, value, path, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
+    if value < minimum:
+        raise doc.error(path, f"must be at least {minimum}, got {value}")
+    return float(value)
+
+
+def _str(doc: _Doc, value: Any, path: tuple[str, ...]) -> str:
+    return str(_typed(doc, value, path, lambda v: isinstance(v, str) and v != "", "a non-empty string"))
+
+
+def _case(doc: _Doc, name: str, raw: Any) -> Case:
+    path = ("cases", name)
+    raw = _mapping(doc, raw, path, {"seed": True, "shape": True})
+    shape_raw = _mapping(doc, raw["shape"], path + ("shape",), {"batch": False, "tq": True, "tk": True, "dk": True, "dv": True})
+    batch_raw = shape_raw.get("batch", [])
+    if not isinstance(batch_raw, list):
+        raise doc.error(path + ("shape", "batch"), f"expected a list of sizes, got {_kind(batch_raw)}")
+    batch = tuple(_int(doc, b, path + ("shape", "batch", str(i)), 1) for i, b in enumerate(batch_raw))
+    if len(batch) > 4:
+        raise doc.error(path + ("shape", "batch"), "at most 4 batch axes are supported")
+    sizes = {k: _int(doc, shape_raw[k], path + ("shape", k), 1) for k in ("tq", "tk", "dk", "dv")}
+    shape = Shape(batch=batch, **sizes)
+    total = 1
+    for n in shape.batch + (max(shape.tq, shape.tk), max(shape.tk, shape.dk, shape.dv)):
+        total *= n
+    if total > 4_000_000 or max(sizes.values()) > 4096:
+        raise doc.error(path + ("shape",), "case too large (keep each array under 4 million elements, sizes under 4096)")
+    return Case(name=name, seed=_int(doc, raw["seed"], path + ("seed",)), shape=shape)
+
+
+def _check(doc: _Doc, index: int, raw: Any, cases: dict[str, Case], earlier: list[str]) -> CheckSpec:
+    path = ("checks", str(index))
+    raw = _mapping(doc, raw, path, {"id": True, "kind": False, "points": False, "case": False, "cases": False, "requires": False, "title": False})
+    check_id = _str(doc, raw["id"], path + ("id",))
+    if check_id in earlier:
+        raise doc.error(path + ("id",), f"check id '{check_id}' is used twice")
+    kind = _str(doc, raw.get("kind", check_id), path + ("kind",))
+    if kind not in CHECK_KINDS:
+        raise doc.error(path + ("kind",), f"unknown check kind '{kind}' (expected one of: {', '.join(CHECK_KINDS)})")
+    if "case" in raw and "cases" in raw:
+        raise doc.error(path, "give either 'case' or 'cases', not both")
+    names: list[str] = []
+    if "case" in raw:
+        names = [_str(doc, raw["case"], path + ("case",))]
+    elif "cases" in raw:
+        if not isinstance(raw["cases"], list) or not raw["cases"]:
+            raise doc.error(path + ("cases",), "expected a non-empty list of case names")
+        names = [_str(doc, c, path + ("cases", str(i))) for i, c in enumerate(raw["cases"])]
+    for i, n in enumerate(names):
+        if n not in cases:
+            raise doc.error(path + ("cases", str(i)) if "cases" in raw else path + ("case",), f"unknown case '{n}'")
+    if kind != "load" and not names:
+        raise doc.error(path, f"a '{kind}' check needs 'case' or 'cases'")
+    if kind == "batch":
+        for n in names:
+            if not cases[n].shape.batch:
+                raise doc.error(path, f"case '{n}' has no batch axes; a batch check needs them")
+    elif kind in ("shape", "weights", "outputs"):
+        for n in names:
+            if cases[n].shape.batch:
+                raise doc.error(path, f"case '{n}' is batched; a '{kind}' check takes single-sequence cases")
+    requires_raw = raw.get("requires", [])
+    if not isinstance(requires_raw, list):
+        raise doc.error(path + ("requires",), "expected a list of check ids")
+    requires = tuple(_str(doc, r, path + ("requires", str(i))) for i, r in enumerate(requires_raw))
+    for i, r in enumerate(requires):
+        if r not in earlier:
+            raise doc.error(path + ("requires", str(i)), f"'{r}' is not a check listed before '{check_id}'")
+    title = raw.get("title", check_id)
+    return CheckSpec(
+        id=check_id,
+        kind=kind,
+        points=_number(doc, raw.get("points", 1), path + ("points",)),
+        cases=tuple(names),
+        requires=requires,
+        title=_str(doc, title, path + ("title",)),
+    )
+
+
+def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
+    """Parse and validate suite YAML. Raises SuiteError naming the line and key path."""
+    doc = _Doc(source)
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SuiteError(f"{source}:{line}: invalid YAML: {problem}") from None
+    if node is None:
+        raise SuiteError(f"{source}:1: the suite file is empty")
+    try:
+        raw = doc.convert(node, ())
+    except yaml.YAMLError as exc:
+        raise SuiteError(f"{source}: invalid YAML: {str(exc).splitlines()[0]}") from None
+    if isinstance(raw, dict) and "version" in raw:
+        # The version first: a file written for another version is expected to have other keys.
+        if _int(doc, raw["version"], ("version",), 1) != 1:
+            raise doc.error(("version",), f"unsupported suite version {raw['version']} (this grader reads version 1)")
+    top = _mapping(
+        doc,
+        raw,
+        (),
+        {"version": True, "name": True, "function": False, "cases": True, "checks": True, "tolerance": False, "limits": False, "severity": False, "references": False},
+    )
+    version = _int(doc, top["version"], ("version",), 1)
+    if not isinstance(top["cases"], dict) or not top["cases"]:
+        raise doc.error(("cases",), "expected a non-empty mapping of case names")
+    cases = {name: _case(doc, name, value) for name, value in top["cases"].items()}
+    if not isinstance(top["checks"], list) or not top["checks"]:
+        raise doc.error(("checks",), "expected a non-empty list of checks")
+    checks: list[CheckSpec] = []
+    for i, raw_check in enumerate(top["checks"]):
+        checks.append(_check(doc, i, raw_check, cases, [c.id for c in checks]))
+    tol_raw = _mapping(doc, top.get("tolerance", {}), ("tolerance",), {"rtol": False, "atol": False})
+    tolerance = Tolerance(
+        rtol=_number(doc, tol_raw.get("rtol", 1e-4), ("tolerance", "rtol")),
+        atol=_number(doc, tol_raw.get("atol", 1e-6), ("tolerance", "atol")),
+    )
+    lim_raw = _mapping(doc, top.get("limits", {}), ("limits",), {"timeout": False, "memory_mb": False, "output_kb": False})
+    limits = Limits(
+        timeout_s=_number(doc, lim_raw.get("timeout", 10), ("limits", "timeout"), 0.1),
+        memory_mb=_int(doc, lim_raw.get("memory_mb", 1024), ("limits", "memory_mb"), 64),
+        output_bytes=_int(doc, lim_raw.get("output_kb", 64), ("limits", "output_kb"), 1) * 1024,
+    )
+    sev_raw = _mapping(doc, top.get("severity", {}), ("severity",), {k: False for k in top.get("severity", {}) or {}})
+    severity: dict[str, str] = {}
+    for key, value in sev_raw.items():
+        value = _str(doc, value, ("severity", key))
+        if value not in SEVERITIES:
+            raise doc.error(("severity", key), f"expected one of {', '.join(SEVERITIES)}, got '{value}'")
+        severity[key] = value
+    references = None
+    if "references" in top:
+        ref = Path(_str(doc, top["references"], ("references",)))
+        references = ref if ref.is_absolute() or base is None else base / ref
+    return Suite(
+        name=_str(doc, top["name"], ("name",)),
+        version=version,
+        function=_str(doc, top.get("function", "attention"), ("function",)),
+        cases=cases,
+        checks=tuple(checks),
+        tolerance=tolerance,
+        limits=limits,
+        severity=severity,
+        source=Path(source),
+        references=references,
+    )
+
+
+def load_suite(path: Path) -> Suite:
+    """Read and validate a suite file. Raises SuiteError (one line, with file and line)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: suite file not found") from None
+    except IsADirectoryError:
+        raise SuiteError(f"{path}: is a folder, not a suite file") from None
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot read suite file: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SuiteError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    return parse_suite(text, str(path), base=path.parent)

@@ -1,0 +1,1 @@
+"""Stored reference matrices; see refdata.py. Shipped as grader.reference."""

@@ -1,0 +1,35 @@
+"""Shared fixtures: the default suite prepared once per test session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.api import Prepared, grade_file, prepare
+from grader.report.model import Report
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "submissions_example"
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+@pytest.fixture(scope="session")
+def prepared() -> Prepared:
+    return prepare()
+
+
+@pytest.fixture(scope="session")
+def grade_path(prepared: Prepared):  # type: ignore[no-untyped-def]
+    cache: dict[Path, Report] = {}
+
+    def run(path: Path) -> Report:
+        if path not in cache:
+            cache[path] = grade_file(path, prepared)
+        return cache[path]
+
+    return run
+
+
+def error_names(report: Report) -> list[str]:
+    return sorted(d.name for d in report.diagnoses if d.severity == "error")

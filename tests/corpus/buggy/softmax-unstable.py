@@ -1,0 +1,13 @@
+# Bug: softmax without subtracting the max, so large scores overflow to inf/nan.
+import numpy as np
+
+
+def softmax(x):
+    e = np.exp(x)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def attention(Q, K, V):
+    d_k = Q.shape[-1]
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)
+    return softmax(scores) @ V

@@ -1,0 +1,76 @@
+"""The worker-to-grader format: plain data only, every field validated."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+
+import numpy as np
+import pytest
+
+from grader.sandbox.protocol import MAGIC, ProtocolError, decode, encode
+
+
+def body(frame: bytes) -> bytes:
+    return frame[4:]
+
+
+def raw(header: dict, data: bytes = b"") -> bytes:  # type: ignore[type-arg]
+    h = json.dumps(header).encode()
+    return MAGIC + struct.pack("<I", len(h)) + h + data
+
+
+def test_round_trip_keeps_values_dtype_and_shape() -> None:
+    arrays = {"a": np.arange(24, dtype=np.float32).reshape(2, 3, 4), "b": np.array([[1.5, np.nan]]), "c": np.zeros((0, 3))}
+    meta, out = decode(body(encode({"kind": "x", "n": 1}, arrays)))
+    assert meta == {"kind": "x", "n": 1}
+    for name, array in arrays.items():
+        assert out[name].dtype == array.dtype and out[name].shape == array.shape
+        np.testing.assert_array_equal(out[name], array)
+
+
+def test_big_endian_arrays_arrive_as_little_endian_values() -> None:
+    array = np.arange(5, dtype=">f8")
+    _, out = decode(body(encode({}, {"a": array})))
+    np.testing.assert_array_equal(out["a"], array)
+
+
+@pytest.mark.parametrize("dtype", ["|O", "<M8[s]", "|V8", "<U4", "object"])
+def test_non_numeric_dtypes_are_refused(dtype: str) -> None:
+    with pytest.raises(ProtocolError, match="not allowed"):
+        decode(raw({"meta": {}, "arrays": [{"name": "a", "dtype": dtype, "shape": [1], "offset": 0, "nbytes": 8}]}, b"\0" * 8))
+
+
+def test_a_pickle_is_never_loaded() -> None:
+    payload = pickle.dumps(np.arange(3))
+    with pytest.raises(ProtocolError):
+        decode(payload)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"name": "a", "dtype": "<f8", "shape": [4], "offset": 0, "nbytes": 16},  # size mismatch
+        {"name": "a", "dtype": "<f8", "shape": [2], "offset": 8, "nbytes": 16},  # past the end
+        {"name": "a", "dtype": "<f8", "shape": [-2], "offset": 0, "nbytes": 16},
+        {"name": "a", "dtype": "<f8", "shape": [True, 2], "offset": 0, "nbytes": 16},
+        {"name": "a", "dtype": "<f8", "shape": [1] * 9, "offset": 0, "nbytes": 8},
+        {"name": 5, "dtype": "<f8", "shape": [2], "offset": 0, "nbytes": 16},
+    ],
+)
+def test_malformed_array_entries_are_refused(entry: dict) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ProtocolError):
+        decode(raw({"meta": {}, "arrays": [entry]}, b"\0" * 16))
+
+
+def test_element_cap() -> None:
+    frame = encode({}, {"a": np.zeros(1000)})
+    with pytest.raises(ProtocolError, match="exceeds the cap"):
+        decode(body(frame), max_elements=999)
+
+
+@pytest.mark.parametrize("garbage", [b"", b"GRD1", b"XXXX\0\0\0\0", MAGIC + struct.pack("<I", 99) + b"{}", raw({"meta": [], "arrays": []})])
+def test_garbage_is_refused(garbage: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        decode(garbage)
