@@ -484,42 +484,41 @@ def test_escapers_die_with_the_pid_namespace(pid_namespace_available: None) -> N
     assert result["all_dead"], "a setsid + double-fork escaper outlived the PID namespace"
 
 
-def test_killing_the_wrapper_ends_the_whole_namespace(box: Box, pid_namespace_available: None) -> None:
-    """The grader's timeout path: it SIGKILLs the worker it started (the wrapper). The isolated
-    PID 1 dies through its parent-death signal, and with it every escaper in the namespace."""
+def _stop_supervisor(run: Callable[[Callable[[], int]], int], prepare: Callable[[], dict[str, Any]], stop: int) -> tuple[int, bool, dict[str, Any]]:
+    """Fork a supervisor running ``run(worker)``. The worker leaves a setsid + double-fork escaper
+    (before isolation, while /proc still shows the machine's pids, so the pid it reports is one
+    the test can check and clean up), reports ``prepare()`` and sleeps. Then the supervisor gets
+    signal ``stop``. Returns its wait status, whether the escaper died, and the report."""
     hold_r, hold_w = os.pipe()
     info_r, info_w = os.pipe()
     ready_r, ready_w = os.pipe()
 
     def worker() -> int:
-        # The escaper starts before isolation, while /proc still shows the machine's pids, so
-        # the pid it reports is one the test can check and clean up.
         escaper_ready_r, escaper_ready_w = os.pipe()
         _escaper(hold_w, info_w, escaper_ready_w)
         for fd in (hold_w, info_w, escaper_ready_w):
             os.close(fd)
         _read_until_eof(escaper_ready_r, 5.0)
-        layers = apply_isolation(box.policy())
-        os.write(ready_w, json.dumps(layers_json(layers)).encode())
+        os.write(ready_w, json.dumps(prepare()).encode())
         os.close(ready_w)
-        time.sleep(30)  # bounded; killed long before
+        time.sleep(30)  # bounded; stopped long before
         return 0
 
-    wrapper = os.fork()
-    if wrapper == 0:  # pragma: no cover - runs in the child
+    supervisor = os.fork()
+    if supervisor == 0:  # pragma: no cover - runs in the child
         code = 99
         try:
             for fd in (hold_r, info_r, ready_r):
                 os.close(fd)
-            code = run_in_pid_namespace(worker)
+            code = run(worker)
         finally:
             os._exit(code)
     for fd in (hold_w, info_w, ready_w):
         os.close(fd)
     try:
-        layers = _read_json(ready_r, 10.0) or {}  # the wrapper holds ready_w too: no EOF
-        os.kill(wrapper, signal.SIGKILL)
-        os.waitpid(wrapper, 0)
+        report = _read_json(ready_r, 10.0) or {}  # the supervisor holds ready_w too: no EOF
+        os.kill(supervisor, stop)
+        _, status = os.waitpid(supervisor, 0)
         info, _ = _read_until_eof(info_r, 1.0)
         _, eof = _read_until_eof(hold_r, 5.0)
     finally:
@@ -528,6 +527,13 @@ def test_killing_the_wrapper_ends_the_whole_namespace(box: Box, pid_namespace_av
     if not eof:
         for outer in (int(x) for x in info.split()):
             _kill_escaper(outer)
+    return status, eof, report
+
+
+def test_killing_the_wrapper_ends_the_whole_namespace(box: Box, pid_namespace_available: None) -> None:
+    """The grader's last resort: it SIGKILLs the worker it started (the wrapper). The isolated
+    PID 1 dies through its parent-death signal, and with it every escaper in the namespace."""
+    _, eof, layers = _stop_supervisor(run_in_pid_namespace, lambda: layers_json(apply_isolation(box.policy())), signal.SIGKILL)
     assert layers.get("pid-namespace", [False])[0], layers.get("pid-namespace")
     assert eof, "an escaper outlived the killed wrapper"
 
@@ -537,6 +543,64 @@ def test_escapers_die_with_the_subreaper_fallback() -> None:
     assert result["escaper_started"]
     assert result["status"] == 5
     assert result["all_dead"], "the subreaper sweep missed a setsid + double-fork escaper"
+
+
+@pytest.mark.parametrize("runner", ["pid-namespace", "subreaper"])
+def test_sigterm_to_the_supervisor_ends_the_worker_and_its_escapers(runner: str) -> None:
+    """The grader's stop after a timeout: SIGTERM to the process it started. That process kills
+    the worker and (namespace or sweep) every escaper, then exits at once; this is what makes the
+    subreaper fallback hold even though the grader then SIGKILLs the whole group."""
+    if runner == "pid-namespace" and not in_child(lambda: {"ok": _pid_namespace_works()})["ok"]:
+        pytest.skip("no PID namespace here")
+    run = run_in_pid_namespace if runner == "pid-namespace" else iso._run_with_subreaper
+    status, eof, _ = _stop_supervisor(run, dict, signal.SIGTERM)
+    assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGTERM
+    assert eof, "an escaper outlived the stopped supervisor"
+
+
+def _pid_namespace_works() -> bool:
+    try:
+        iso._unshare_pid_namespace()
+        return True
+    except OSError:
+        return False
+
+
+def test_the_worker_stays_in_the_group_the_grader_kills(box: Box) -> None:
+    """Forked by the leader of a session without a terminal (the process the grader started), the
+    worker keeps that process group, so one killpg reaches it even without a PID namespace."""
+
+    def body() -> dict[str, Any]:
+        os.setsid()  # as start_new_session does for the process the grader starts
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the grandchild
+            layers = apply_isolation(box.policy(), only={"session"})
+            os.write(write_fd, json.dumps({"layers": layers_json(layers), "pgid": os.getpgrp()}).encode())
+            os._exit(0)
+        os.close(write_fd)
+        os.waitpid(pid, 0)
+        return {**json.loads(os.read(read_fd, 65536)), "leader": os.getpid()}
+
+    result = in_child(body)
+    assert result["layers"]["session"][0]
+    assert result["pgid"] == result["leader"]
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="dropping to nobody only happens when the worker runs as root")
+def test_root_stays_without_capabilities_when_nobody_could_not_read_a_needed_path(box: Box) -> None:
+    private = os.path.join(box.base, "private")
+    os.mkdir(private, 0o700)  # a submission folder made with mkdtemp, or under umask 077
+
+    def body() -> dict[str, Any]:
+        layers = apply_isolation(box.policy(readable=(*default_readable_paths(box.readable), private)), only={"unprivileged-user", "mount-namespace"})
+        return {"layers": layers_json(layers), "uid": os.getuid(), "caps": iso._effective_caps(), "listing": os.listdir(private)}
+
+    result = in_child(body)
+    active, detail = result["layers"]["unprivileged-user"]
+    assert not active and f"could not read {private}" in detail
+    assert result["uid"] == 0 and result["caps"] == 0  # still root, but with no capability left
+    assert result["listing"] == []  # and the folder stays readable: the submission still loads
 
 
 def _sigkill_self() -> int:
@@ -698,7 +762,7 @@ def test_process_count_is_limited_after_dropping_root(box: Box) -> None:
     def body() -> dict[str, Any]:
         # nobody may already run processes on this machine: allow a few more than that.
         before = sum(1 for p in os.listdir("/proc") if p.isdigit() and os.stat(f"/proc/{p}").st_uid == 65534)
-        layers = apply_isolation(box.policy(processes=before + 3), only={"unprivileged-user", "rlimits"})
+        layers = apply_isolation(box.policy(processes=before + 3), only={"unprivileged-user", "rlimits", "mount-namespace"})
         started, refused = 0, ""
         for _ in range(20):  # bounded: at most 20 forks, each child exits at once
             try:

@@ -12,7 +12,9 @@ How the worker uses it::
     relay_exit(code)   # a child killed by SIGKILL/SIGXCPU shows up to the grader as such
 
 ``run_in_pid_namespace`` makes the worker PID 1 of a fresh PID namespace, so that every process
-the submission starts (setsid and double-fork included) dies with it. Inside, after numpy is
+the submission starts (setsid and double-fork included) dies with it. A SIGTERM to the process
+that called it (the grader's stop after a timeout) kills the worker and, in the subreaper
+fallback, sweeps what it left, before the grader's SIGKILL of the whole group. Inside, after numpy is
 imported and the request is read, ``apply_isolation(policy)`` applies the other layers.
 
 Order inside apply_isolation, and why it is that order:
@@ -20,8 +22,9 @@ Order inside apply_isolation, and why it is that order:
  0. check that the process is single-threaded: unshare(CLONE_NEWUSER) refuses threaded callers,
     and namespaces, no_new_privs and Landlock (before ABI 8's TSYNC) apply to the calling thread
     only. OpenBLAS starts a thread per core at import unless OPENBLAS_NUM_THREADS=1.
- 1. session: setsid, so the grader can kill the worker's whole group and the submission has no
-    controlling terminal.
+ 1. session: no controlling terminal, and a process group the grader kills as a whole: the group
+    of the process the grader started when that process forked us (so one killpg reaches us and
+    our children even without a PID namespace), else a new session (setsid).
  2. user namespace, only when the process lacks CAP_SYS_ADMIN (not root): it is what lets an
     unprivileged process create the network and mount namespaces. Must come before them and
     needs a single thread.
@@ -37,7 +40,9 @@ Order inside apply_isolation, and why it is that order:
     uid change (root may set any hard limit; afterwards it could only lower them).
  7. the workdir is chowned to the unprivileged user (needs CAP_CHOWN, so before step 8).
  8. unprivileged user: setgroups([]), setgid/setuid(65534) when root, else drop every
-    capability. After everything that needs privileges.
+    capability. After everything that needs privileges. Root stays root (without capabilities)
+    when 65534 could not read a readable path even after step 4: a correct submission must never
+    become a load error because of the sandbox.
  9. parent-death signal and no_new_privs: PR_SET_PDEATHSIG is cleared by the kernel on every
     change of euid/egid, so it is set after step 8. no_new_privs is required for Landlock
     (restrict_self without CAP_SYS_ADMIN) and blocks regaining privileges through setuid
@@ -99,10 +104,13 @@ from typing import NoReturn
 from dataclasses import dataclass
 
 __all__ = [
+    "GUARANTEES",
     "Layer",
     "Policy",
     "apply_isolation",
     "default_readable_paths",
+    "missing_guarantees",
+    "why_missing",
     "probe_layers",
     "relay_exit",
     "run_in_pid_namespace",
@@ -114,6 +122,33 @@ class Layer:
     name: str  # "rlimits", "no-new-privs", "landlock-fs", ...
     active: bool
     detail: str  # why inactive, or what it does
+
+
+# The three guarantees the strict mode insists on, each with the one layer that gives it in full.
+# The alternatives are weaker: Landlock's TCP rules leave UDP open; a mount namespace hides the
+# references but lets the submission write to /tmp; the subreaper fallback loses a setsid escaper
+# when its supervisor is killed.
+GUARANTEES: dict[str, str] = {
+    "network": "network-namespace",
+    "filesystem": "landlock-fs",
+    "process": "pid-namespace",
+}
+
+
+def missing_guarantees(layers: Iterable[Layer]) -> list[str]:
+    """The guarantees of GUARANTEES whose layer is not active in ``layers``."""
+    active = {layer.name for layer in layers if layer.active}
+    return [guarantee for guarantee, name in GUARANTEES.items() if name not in active]
+
+
+def why_missing(layers: Iterable[Layer]) -> str:
+    """One line: each missing guarantee with its layer and the reason that layer gave."""
+    by_name = {layer.name: layer for layer in layers}
+    reasons = []
+    for guarantee in missing_guarantees(by_name.values()):
+        name = GUARANTEES[guarantee]
+        reasons.append(f"{guarantee} ({name}: {by_name[name].detail if name in by_name else 'not reported'})")
+    return "; ".join(reasons)
 
 
 @dataclass(frozen=True)
@@ -595,7 +630,22 @@ def _layer_threads() -> Layer:
     )
 
 
+def _tty_nr() -> int:
+    """The controlling terminal's device number from /proc/self/stat, 0 when there is none."""
+    try:
+        with open("/proc/self/stat") as fh:
+            data = fh.read()
+        return int(data[data.rfind(")") + 2 :].split()[4])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def _layer_session() -> Layer:
+    # A worker forked by the process the grader started in a session of its own stays in that
+    # process group: the grader's one killpg then also reaches it and every child that did not
+    # call setsid, even where no PID namespace can be made. It has no terminal to lose.
+    if os.getpid() != 1 and _tty_nr() == 0 and os.getpgrp() == os.getppid():
+        return Layer("session", True, f"process group {os.getpgrp()} of the process the grader started, no controlling terminal: one killpg ends it")
     try:
         os.setsid()
         return Layer("session", True, f"new session and process group {os.getsid(0)}: no controlling terminal, one killpg ends it")
@@ -890,7 +940,7 @@ def _drop_capabilities() -> None:
     _check(_libc().capset(ctypes.addressof(header), ctypes.addressof(data)), "capset")
 
 
-def _layer_unprivileged(workdir: str, readable: Iterable[str], drop_to_nobody: bool) -> Layer:
+def _layer_unprivileged(workdir: str, readable: Iterable[str], drop_to_nobody: bool, kept_because: str = "") -> Layer:
     notes: list[str] = []
     switched = False
     if drop_to_nobody:
@@ -910,7 +960,7 @@ def _layer_unprivileged(workdir: str, readable: Iterable[str], drop_to_nobody: b
             # there are, but uid 0 stays, so the layer does not count as active.
             notes.append(f"cannot switch to uid {NOBODY}: {exc}")
     else:
-        notes.append(f"uid {os.getuid()} kept (not root, or {NOBODY} unmapped in this user namespace)")
+        notes.append(f"uid {os.getuid()} kept ({kept_because or f'not root, or {NOBODY} unmapped in this user namespace'})")
     try:
         _drop_capabilities()
     except OSError as exc:
@@ -1004,6 +1054,17 @@ def apply_isolation(policy: Policy, *, only: Collection[str] | None = None) -> l
     # Root drops to nobody, if nobody exists in this user namespace.
     drop = want("unprivileged-user") and os.geteuid() == 0 and _maps_id("/proc/self/uid_map", NOBODY) and _maps_id("/proc/self/gid_map", NOBODY)
     layers.append(run("mount-namespace", lambda: _layer_mount(policy, hidden, (NOBODY, NOBODY) if drop else None)))
+    kept_because = ""
+    if drop:
+        # Dropping to nobody must not cost the worker a path it needs (a 0700 submission folder,
+        # or an interpreter under /root when no mount namespace could expose it): that would turn
+        # a correct submission into a load error. Then root stays, without any capability.
+        lost = _unreachable(readable, NOBODY, NOBODY)
+        if _first_blocker(workdir, NOBODY, NOBODY) is not None:
+            lost.append(workdir)
+        if lost:
+            drop = False
+            kept_because = f"uid {NOBODY} could not read {', '.join(lost[:3])}"
 
     try:
         rulesets = _build_rulesets(policy, hidden, want)
@@ -1012,7 +1073,7 @@ def apply_isolation(policy: Policy, *, only: Collection[str] | None = None) -> l
     try:
         still_root = not drop and os.geteuid() == 0
         layers.append(run("rlimits", lambda: _layer_rlimits(policy, will_be_root=still_root)))
-        layers.append(run("unprivileged-user", lambda: _layer_unprivileged(workdir, readable, drop)))
+        layers.append(run("unprivileged-user", lambda: _layer_unprivileged(workdir, readable, drop, kept_because)))
         layers.append(run("parent-death-signal", lambda: _layer_parent_death(ppid)))
         layers.append(run("no-new-privs", _layer_no_new_privs))
         if any(fd is not None for fd in (rulesets.fs_fd, rulesets.net_fd, rulesets.scope_fd)) and not _has_cap(CAP_SYS_ADMIN):
@@ -1112,6 +1173,44 @@ def _wait_for(pid: int) -> int:
         raise
 
 
+class _Stopped(BaseException):
+    """SIGTERM reached the supervising process: the grader asks it to end its worker now (its
+    stop after a timeout), with the sweep or the namespace cleaning up behind it."""
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise _Stopped()
+
+
+def _catch_stop() -> None:
+    try:
+        signal.signal(signal.SIGTERM, _raise_stopped)
+    except ValueError:
+        pass  # not the main thread: SIGTERM keeps its default action and the grader's SIGKILL follows
+
+
+def _fork_supervised() -> int:
+    """os.fork() with SIGTERM held back across it, so that the child never runs the parent's stop
+    handler: it gets the default action back before the signal is let through again."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        return pid
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _supervise(pid: int) -> int:
+    """The exit code of child ``pid``; on SIGTERM the child is killed first and 128 + SIGTERM is
+    returned, so the caller still cleans up (sweep) and exits promptly."""
+    try:
+        return _exit_code(_wait_for(pid))
+    except _Stopped:
+        return 128 + signal.SIGTERM
+
+
 def _children_of(pid: int) -> list[int]:
     kids: set[int] = set()
     try:
@@ -1172,8 +1271,9 @@ def _run_with_subreaper(child: Callable[[], int], why: str = "no PID namespace")
     except OSError as exc:
         reaper = f"no subreaper ({exc.strerror}): only direct children are swept"
     parent = os.getpid()
+    _catch_stop()
     try:
-        pid = os.fork()
+        pid = _fork_supervised()
     except OSError:
         # Cannot fork at all: run in-process, then sweep what it left.
         _PID_NS_STATE = f"{why}; child() ran in-process ({reaper})"
@@ -1190,9 +1290,10 @@ def _run_with_subreaper(child: Callable[[], int], why: str = "no PID namespace")
         if os.getppid() != parent and os.getpid() != 1:  # in a PID namespace getppid() is 0
             _die_now()
         _run_child_and_exit(child)
-    status = _wait_for(pid)
-    _sweep_descendants()
-    return _exit_code(status)
+    try:
+        return _supervise(pid)
+    finally:
+        _sweep_descendants()
 
 
 def _unshare_pid_namespace() -> str:
@@ -1211,8 +1312,9 @@ def run_in_pid_namespace(child: Callable[[], int]) -> int:
     """If possible unshare(CLONE_NEWPID) (with a user namespace when not root) and fork: the child
     becomes PID 1 of a new namespace and runs child(); when it exits the kernel kills every
     process left in the namespace (setsid and double-fork escapes die too). The parent waits,
-    relays the exit status, and dies with the grader (parent-death signal). Falls back to a
-    subreaper + kill sweep when namespaces are not allowed. Inherited file descriptors (the
+    relays the exit status, and dies with the grader (parent-death signal). A SIGTERM to the
+    parent (the grader's stop after a timeout) kills the child at once and returns. Falls back to
+    a subreaper + kill sweep when namespaces are not allowed. Inherited file descriptors (the
     result pipe) are kept: fork shares them.
 
     Returns child()'s exit code, or 128 + N when the child was killed by signal N; end the
@@ -1228,6 +1330,7 @@ def run_in_pid_namespace(child: Callable[[], int]) -> int:
         pass
     if os.getppid() != expected_ppid:
         _die_now()
+    _catch_stop()
     try:
         how = _unshare_pid_namespace()
     except OSError as exc:
@@ -1236,7 +1339,7 @@ def run_in_pid_namespace(child: Callable[[], int]) -> int:
     # child's own PR_SET_PDEATHSIG took effect (getppid() cannot tell: it is 0 in the namespace).
     alive_r, alive_w = os.pipe2(os.O_CLOEXEC)
     try:
-        pid = os.fork()
+        pid = _fork_supervised()
     except OSError as exc:
         os.close(alive_r)
         os.close(alive_w)
@@ -1254,10 +1357,9 @@ def run_in_pid_namespace(child: Callable[[], int]) -> int:
         _run_child_and_exit(child)
     os.close(alive_r)
     try:
-        status = _wait_for(pid)
+        return _supervise(pid)
     finally:
         os.close(alive_w)
-    return _exit_code(status)
 
 
 # --------------------------------------------------------------------------------------------
