@@ -20,6 +20,7 @@ from grader.observation import CapturedOutput
 from grader.probes import Probe, build_probes
 from grader.refdata import ReferenceSet, load_default_suite, load_references
 from grader.report.model import Report
+from grader.sandbox.policy import SandboxSettings
 from grader.sandbox.runner import WorkerLimits, run_submission
 from grader.suite import Suite
 
@@ -29,6 +30,7 @@ class Options:
     function: str | None = None  # overrides the suite's function name
     timeout_s: float | None = None  # overrides the suite's limits
     memory_mb: int | None = None
+    strict_sandbox: bool = False  # refuse to run a submission without network, filesystem and process isolation
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Prepared:
     probes: list[Probe]
     function: str
     limits: WorkerLimits
+    sandbox: SandboxSettings = SandboxSettings()
 
 
 def prepare(suite: Suite | None = None, options: Options | None = None) -> Prepared:
@@ -55,7 +58,9 @@ def prepare(suite: Suite | None = None, options: Options | None = None) -> Prepa
         memory_mb=options.memory_mb if options.memory_mb is not None else suite.limits.memory_mb,
         output_bytes=suite.limits.output_bytes,
     )
-    return Prepared(suite, refs, build_probes(suite, refs), options.function or suite.function, limits)
+    # The references in use are hidden from the worker wherever the suite keeps them.
+    sandbox = SandboxSettings(strict=options.strict_sandbox, hidden=(str(refs.directory),))
+    return Prepared(suite, refs, build_probes(suite, refs), options.function or suite.function, limits, sandbox)
 
 
 def check_path(path: Path) -> None:
@@ -71,7 +76,7 @@ def check_path(path: Path) -> None:
 def grade_file(path: Path, prepared: Prepared) -> Report:
     """Grade one submission file: run it in a worker, check, diagnose."""
     suite = prepared.suite
-    run = run_submission(path, prepared.function, prepared.probes, prepared.limits)
+    run = run_submission(path, prepared.function, prepared.probes, prepared.limits, prepared.sandbox)
     checks = run_checks(suite, prepared.refs, run)
     diagnoses = diagnose(suite, prepared.probes, run, checks)
     passed = all(c.passed for c in checks) and not any(d.severity == "error" for d in diagnoses)

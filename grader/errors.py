@@ -9,6 +9,7 @@ A candidate's bug is never one of these: it is a failed check. These are for the
      +-- ReferenceDataError     missing or corrupt stored references     -> exit 2
      +-- OutputError            a report that cannot be written          -> exit 2
      +-- SandboxError           the worker could not be started at all   -> exit 3
+     +-- SandboxUnavailable     --strict-sandbox, and a guarantee is missing here -> exit 2
 """
 
 from __future__ import annotations
@@ -48,3 +49,10 @@ class OutputError(GraderError):
 
 class SandboxError(GraderError):
     exit_code = ExitCode.INTERNAL
+
+
+class SandboxUnavailable(GraderError):
+    """Strict mode, and this machine cannot give the worker every isolation guarantee: nothing is
+    graded (the environment is the problem, as with a bad option)."""
+
+    exit_code = ExitCode.USAGE

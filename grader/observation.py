@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from grader.sandbox.isolation import Layer
+
 WorkerStatus = Literal["completed", "timeout", "memory", "crashed", "protocol-error"]
 
 
@@ -95,7 +97,7 @@ class WorkerRun:
     max_rss_kb: int = 0
     detail: str = ""  # why the run ended the way it did, for timeouts and crashes
     last_probe: str | None = None  # the probe being run when the worker stopped, if any
-    sandbox: tuple[str, ...] = ()  # the isolation layers that were active
+    sandbox: tuple[Layer, ...] = ()  # the isolation layers the worker reported, active or not
 
     def get(self, probe: str, call: int = 0) -> Observation | None:
         return self.observations.get((probe, call))
@@ -188,3 +190,16 @@ def parse_load(meta: dict[str, Any]) -> LoadInfo:
         error=parse_error(meta["error"]) if "error" in meta else None,
         available=tuple(str(a)[:100] for a in available[:20]) if isinstance(available, list) else (),
     )
+
+
+def parse_sandbox(meta: dict[str, Any]) -> tuple[Layer, ...]:
+    """The worker's report of its isolation layers: ``[[name, active, detail], ...]``."""
+    layers = meta.get("layers")
+    if not isinstance(layers, list) or len(layers) > 40:
+        raise MalformedMessage("bad sandbox layer list")
+    parsed = []
+    for entry in layers:
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str) and type(entry[1]) is bool and isinstance(entry[2], str)):
+            raise MalformedMessage("bad sandbox layer")
+        parsed.append(Layer(entry[0][:60], entry[1], entry[2][:1000]))
+    return tuple(parsed)

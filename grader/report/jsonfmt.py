@@ -7,7 +7,9 @@ Schema (stable; fields are only ever added)::
                       "error", "checks": [{"id", "kind", "title", "passed", "outcome", "points",
                       "max_points", "summary", "cases": [...]}],
                       "diagnoses": [{"code", "name", "severity", "message", "fix", "evidence",
-                      "checks", "location"}], "output": {...}}],
+                      "checks", "location"}], "output": {...},
+                      "sandbox": [{"name", "active", "detail"}],
+                      "isolated": {"network", "filesystem", "process"}}],
      "summary": {"total", "passed", "failed", "score", "max_score", "diagnoses": {name: count}}}
 """
 
@@ -24,6 +26,7 @@ from grader import __version__
 from grader.checks.base import CheckResult
 from grader.diagnosis.model import Diagnosis
 from grader.report.model import Report
+from grader.sandbox.isolation import GUARANTEES, missing_guarantees
 
 
 def _plain(value: Any) -> Any:
@@ -76,6 +79,7 @@ def diagnosis_dict(d: Diagnosis) -> dict[str, Any]:
 
 
 def report_dict(report: Report) -> dict[str, Any]:
+    missing = missing_guarantees(report.sandbox)
     return {
         "path": report.path,
         "function": report.function,
@@ -88,7 +92,8 @@ def report_dict(report: Report) -> dict[str, Any]:
         "checks": [check_dict(c) for c in report.checks],
         "diagnoses": [diagnosis_dict(d) for d in report.diagnoses],
         "output": {"text": report.output.text, "total_bytes": report.output.total_bytes, "truncated_bytes": report.output.truncated_bytes},
-        "sandbox": list(report.sandbox),
+        "sandbox": [{"name": layer.name, "active": layer.active, "detail": layer.detail} for layer in report.sandbox],
+        "isolated": {guarantee: guarantee not in missing for guarantee in GUARANTEES},
         **({"extra": _plain(report.extra)} if report.extra else {}),
     }
 

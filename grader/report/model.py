@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from grader.checks.base import CheckResult
 from grader.diagnosis.model import Diagnosis
 from grader.observation import CapturedOutput
+from grader.sandbox.isolation import Layer
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class Report:
     output: CapturedOutput
     duration_s: float
     worker_status: str
-    sandbox: tuple[str, ...] = ()
+    sandbox: tuple[Layer, ...] = ()  # the worker's isolation layers, as it reported them
     error: str | None = None  # a per-submission problem found before grading (no file to grade, ...)
     extra: dict[str, object] = field(default_factory=dict)
 

@@ -16,6 +16,7 @@ from rich.text import Text
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.registry import BY_NAME
 from grader.report.model import Report
+from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
 
 MARKS = {"passed": ("PASS", "green"), "failed": ("FAIL", "red"), "skipped": ("SKIP", "yellow"), "error": ("ERR ", "magenta")}
 OUTPUT_LINES = 12
@@ -67,6 +68,21 @@ def output_block(report: Report) -> RenderableType | None:
     return Panel(Text(shown), title=f"[dim]{escape(note)}[/]", title_align="left", border_style="dim")
 
 
+def sandbox_line(layers: tuple[Layer, ...]) -> Text:
+    """Which isolation was in force for this submission, in one line."""
+    if not layers:
+        return Text("sandbox   not reported (the worker ended before isolating itself)", style="yellow")
+    missing = missing_guarantees(layers)
+    held = [g for g in GUARANTEES if g not in missing]
+    active = sum(layer.active for layer in layers)
+    counts = f"{active}/{len(layers)} layers"
+    if not missing:
+        return Text(f"sandbox   network, filesystem and process isolated ({counts})", style="dim")
+    text = f"sandbox   NOT isolated: {', '.join(missing)}"
+    text += f"; isolated: {', '.join(held)}" if held else ""
+    return Text(f"{text} ({counts}; see grade --sandbox-info)", style="yellow")
+
+
 def render(report: Report) -> Group:
     verdict = Text("PASSED", style="bold green") if report.passed else Text("FAILED", style="bold red")
     header = Text.assemble(
@@ -77,6 +93,8 @@ def render(report: Report) -> Group:
         (f"  {report.duration_s:.2f} s", "dim"),
     )
     parts: list[RenderableType] = [header]
+    if report.worker_status != "not-run":
+        parts.append(sandbox_line(report.sandbox))
     if report.error:
         parts.append(Text(f"  {report.error}", style="red"))
     if report.checks:

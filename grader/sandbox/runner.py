@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from grader.errors import SandboxError
+from grader.errors import SandboxError, SandboxUnavailable
 from grader.observation import (
     CapturedOutput,
     LoadInfo,
@@ -32,8 +32,11 @@ from grader.observation import (
     WorkerStatus,
     parse_load,
     parse_result,
+    parse_sandbox,
 )
 from grader.probes import Probe
+from grader.sandbox.isolation import Layer, missing_guarantees, why_missing
+from grader.sandbox.policy import SandboxSettings, request_meta
 from grader.sandbox.protocol import ProtocolError, decode, encode
 
 # Only what Python and numpy need. Nothing of the caller's environment (tokens, keys, CI secrets)
@@ -68,7 +71,7 @@ class WorkerLimits:
     file_bytes: int = 64 * 1024 * 1024
 
 
-def build_request(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits) -> bytes:
+def build_request(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits, sandbox: dict[str, Any]) -> bytes:
     arrays = {}
     for probe in probes:
         arrays[f"{probe.name}.Q"] = probe.Q
@@ -83,6 +86,7 @@ def build_request(submission: Path, function: str, probes: list[Probe], limits: 
             "cpu_seconds": int(limits.timeout_s) + 2,
             "file_bytes": limits.file_bytes,
         },
+        "sandbox": sandbox,
     }
     return encode(meta, arrays)
 
@@ -113,22 +117,25 @@ class _ResultStream:
         self.buffer = bytearray()
         self.received = 0
 
-    def feed(self, data: bytes) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    def feed(self, data: bytes) -> None:
         self.received += len(data)
         if self.received > self.cap:
             raise ProtocolError(f"the worker sent more than {self.cap} bytes of results")
         self.buffer += data
-        frames = []
-        while len(self.buffer) >= 4:
-            (length,) = struct.unpack_from("<I", self.buffer)
-            if length > self.cap:
-                raise ProtocolError("frame larger than the result cap")
-            if len(self.buffer) < 4 + length:
-                break
-            body = bytes(self.buffer[4 : 4 + length])
-            del self.buffer[: 4 + length]
-            frames.append(decode(body))
-        return frames
+
+    def next_frame(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The next complete frame, or None. One at a time, so that the good frames before a bad
+        one (the worker's own, then junk the submission wrote) are all taken."""
+        if len(self.buffer) < 4:
+            return None
+        (length,) = struct.unpack_from("<I", self.buffer)
+        if length > self.cap:
+            raise ProtocolError("frame larger than the result cap")
+        if len(self.buffer) < 4 + length:
+            return None
+        body = bytes(self.buffer[4 : 4 + length])
+        del self.buffer[: 4 + length]
+        return decode(body)
 
 
 def _kill_group(pgid: int) -> None:
@@ -149,11 +156,29 @@ def _writer(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-def run_submission(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits) -> WorkerRun:
+def _stop(pid: int) -> None:
+    """End a worker: SIGTERM first, to the process we started only, which then kills the isolated
+    worker it supervises and, without a PID namespace, sweeps what that left (a setsid escaper
+    included); then SIGKILL to the whole group, whatever happened."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            time.sleep(0.005)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+    _kill_group(pid)
+
+
+def run_submission(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits, sandbox: SandboxSettings | None = None) -> WorkerRun:
     """Run one submission on ``probes`` in a fresh worker process. Raises SandboxError only when
-    the worker cannot be started at all; everything the submission does is in the WorkerRun."""
+    the worker cannot be started at all, and SandboxUnavailable in strict mode when the worker
+    lacked a guarantee (it then never loaded the submission); everything the submission does is
+    in the WorkerRun."""
+    sandbox = sandbox or SandboxSettings()
     workdir = tempfile.mkdtemp(prefix="grader-work-")
-    request = build_request(submission.resolve(), function, probes, limits)
+    resolved = submission.resolve()
+    request = build_request(resolved, function, probes, limits, request_meta(resolved, workdir, sandbox))
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
     started = time.monotonic()
@@ -178,6 +203,8 @@ def run_submission(submission: Path, function: str, probes: list[Probe], limits:
     threading.Thread(target=_writer, args=(req_w, request), daemon=True).start()
     try:
         run = _collect(proc, res_r, limits, started)
+        if sandbox.strict and missing_guarantees(run.sandbox):
+            raise SandboxUnavailable(f"--strict-sandbox: the worker for {submission} lacked {why_missing(run.sandbox)}; it was not loaded")
         if run.status != "completed":
             # The first probe with no observation is the one running when the worker stopped.
             pending = [p.name for p in probes if (p.name, 0) not in run.observations]
@@ -195,6 +222,7 @@ def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, s
     sink = _OutputSink(limits.output_bytes)
     stream = _ResultStream(limits.result_bytes)
     load: LoadInfo | None = None
+    sandbox: tuple[Layer, ...] | None = None
     observations: dict[tuple[str, int], Observation] = {}
     done = False
     status: WorkerStatus | None = None
@@ -210,7 +238,7 @@ def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, s
                 status, detail = "timeout", f"no result within {limits.timeout_s:g} s"
                 break
             for key, _ in selector.select(timeout=min(remaining, 0.5)):
-                fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()  # type: ignore[union-attr]
+                fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
                 data = os.read(fd, 1 << 16)
                 if not data:
                     selector.unregister(key.fileobj)
@@ -220,9 +248,16 @@ def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, s
                     sink.feed(data)
                     continue
                 try:
-                    for meta, arrays in stream.feed(data):
+                    stream.feed(data)
+                    while (frame := stream.next_frame()) is not None:
+                        meta, arrays = frame
                         kind = meta.get("kind")
-                        if kind == "loaded":
+                        if kind == "sandbox":
+                            # Only the worker's own report, sent before the submission runs.
+                            if sandbox is not None or load is not None:
+                                raise MalformedMessage("a second sandbox report")
+                            sandbox = parse_sandbox(meta)
+                        elif kind == "loaded":
                             load = parse_load(meta)
                         elif kind == "result":
                             obs = parse_result(meta, arrays)
@@ -239,14 +274,16 @@ def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, s
     finally:
         selector.close()
     if status is not None:
-        _kill_group(proc.pid)
-    exit_code, signum, max_rss = _reap(proc)
+        _stop(proc.pid)
+    exit_code, signum, max_rss, cpu_s = _reap(proc)
     duration = time.monotonic() - started
     if status is None:
         if done and exit_code == 0:
             status = "completed"
-        elif signum == signal.SIGXCPU:
-            status, detail = "timeout", "CPU time limit reached"
+        elif signum == signal.SIGXCPU or signum == signal.SIGKILL and cpu_s >= int(limits.timeout_s) + 2:
+            # The CPU limit is set soft = hard, so the kernel sends SIGKILL; a submission running
+            # threads spends CPU time faster than wall-clock time and can reach it first.
+            status, detail = "timeout", f"CPU time limit reached ({cpu_s:.1f} s of CPU)"
         elif _looks_like_memory(max_rss, limits, signum, observations, load):
             status, detail = "memory", f"the worker died near the memory limit ({max_rss // 1024} MB resident)"
         else:
@@ -263,21 +300,24 @@ def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, s
         max_rss_kb=max_rss,
         detail=detail,
         last_probe=None,
+        sandbox=sandbox or (),
     )
 
 
-def _reap(proc: subprocess.Popen[bytes]) -> tuple[int | None, int | None, int]:
-    """Wait for the worker (it was killed if need be) and read its exit status and peak memory."""
+def _reap(proc: subprocess.Popen[bytes]) -> tuple[int | None, int | None, int, float]:
+    """Wait for the worker (it was killed if need be) and read its exit status, peak memory and
+    CPU time (both include the isolated worker it waited for)."""
     try:
         _, status, usage = os.wait4(proc.pid, 0)
     except ChildProcessError:
         proc.wait()
         code = proc.returncode
-        return (code, None, 0) if code is None or code >= 0 else (None, -code, 0)
+        return (code, None, 0, 0.0) if code is None or code >= 0 else (None, -code, 0, 0.0)
     proc.returncode = os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
     if os.WIFSIGNALED(status):
-        return None, os.WTERMSIG(status), int(usage.ru_maxrss)
-    return os.WEXITSTATUS(status), None, int(usage.ru_maxrss)
+        return None, os.WTERMSIG(status), int(usage.ru_maxrss), cpu
+    return os.WEXITSTATUS(status), None, int(usage.ru_maxrss), cpu
 
 
 def _looks_like_memory(max_rss_kb: int, limits: WorkerLimits, signum: int | None, observations: dict[tuple[str, int], Observation], load: LoadInfo | None) -> bool:

@@ -6,7 +6,16 @@ grader, then a final "done". It knows nothing of the expected answers or of the 
 records what happened, as plain data.
 
 Started (see runner.py) as ``python -I -c BOOT PACKAGE_ROOT REQUEST_FD RESULT_FD`` with stdin on /dev/null,
-stdout and stderr on a capped pipe the grader reads, in a fresh empty working folder.
+stdout and stderr on a capped pipe the grader reads, in a fresh empty working folder. ``entry``
+is the one way in, whoever starts the process: it forks the worker proper into a PID namespace
+of its own (see isolation.run_in_pid_namespace) and relays how it ended. The worker proper reads
+the request, applies the isolation layers the request names (readable and hidden paths, limits;
+see policy.py), reports them in a "sandbox" message, and only then loads the submission.
+
+Everything the worker needs is imported at the top of this module, before isolation: afterwards
+the grader's package folder is hidden and sealed (no further ``grader.*`` import works), and a
+folder above a hidden path can no longer be listed. The worker never imports the reference
+implementation, the references or the checks, so they are not in its memory either.
 """
 
 from __future__ import annotations
@@ -14,7 +23,6 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import os
-import resource
 import sys
 import time
 import traceback
@@ -23,7 +31,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from grader.sandbox.isolation import Layer, Policy, apply_isolation, missing_guarantees, relay_exit, run_in_pid_namespace
 from grader.sandbox.protocol import decode, encode
+
+# The folder BOOT put first on sys.path to import this package (see runner.WORKER_BOOT).
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MAX_TEXT = 2000
 MAX_RETURN_ELEMENTS = 20_000_000
@@ -63,7 +75,7 @@ class Channel:
 
 
 def read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 1 << 20)
         if not chunk:
@@ -100,6 +112,10 @@ def to_array(value: Any) -> np.ndarray | None:
     module = type(value).__module__ or ""
     try:
         if isinstance(value, np.ndarray):
+            # Read through ndarray's own descriptors: a subclass may override .size or .dtype
+            # to hide a huge view (np.broadcast_to) that the copy below would materialise.
+            if np.ndarray.size.__get__(value) > MAX_RETURN_ELEMENTS or np.ndarray.dtype.__get__(value).kind not in "fiucb":
+                return None
             array = np.array(value, copy=True, subok=False)
         elif module.startswith("torch") and hasattr(value, "detach"):
             array = np.array(value.detach().cpu().numpy(), copy=True)
@@ -180,21 +196,34 @@ def load_function(path: str, name: str) -> tuple[Callable[..., Any] | None, dict
     return fn, info
 
 
-def apply_limits(limits: dict[str, Any]) -> None:
-    """soft = hard so that the submission cannot raise them again."""
-    pairs = [
-        (resource.RLIMIT_AS, limits.get("memory_bytes")),
-        (resource.RLIMIT_CPU, limits.get("cpu_seconds")),
-        (resource.RLIMIT_FSIZE, limits.get("file_bytes")),
-        (resource.RLIMIT_CORE, 0),
-    ]
-    for which, value in pairs:
-        if value is None:
-            continue
-        try:
-            resource.setrlimit(which, (int(value), int(value)))
-        except (ValueError, OSError):
-            pass
+def isolate(meta: dict[str, Any]) -> list[Layer]:
+    """Apply the sandbox the request describes (paths and limits come from the grader; nothing
+    here looks at the submission). The limits are set by the rlimits layer, soft = hard."""
+    box, limits = meta["sandbox"], meta["limits"]
+    policy = Policy(
+        workdir=str(box["workdir"]),
+        readable=tuple(str(p) for p in box["readable"]),
+        hidden=tuple(str(p) for p in box["hidden"]),
+        cpu_seconds=int(limits["cpu_seconds"]),
+        memory_bytes=int(limits["memory_bytes"]),
+        file_bytes=int(limits["file_bytes"]),
+        open_files=int(box["open_files"]),
+        processes=int(box["processes"]),
+    )
+    only = box.get("layers")
+    return apply_isolation(policy, only=None if only is None else set(only))
+
+
+def seal_grader_package() -> None:
+    """Keep the submission away from the grader's code: the modules the worker runs on stay
+    loaded, but an empty __path__ makes every further ``grader.*`` import fail at once (even where
+    no filesystem layer hides the folder), and the source root BOOT put on sys.path leaves it.
+    (In an installed copy that root is site-packages, which stays: it is on sys.path twice.)"""
+    for name, module in list(sys.modules.items()):
+        if (name == "grader" or name.startswith("grader.")) and hasattr(module, "__path__"):
+            module.__path__ = []
+    if PACKAGE_ROOT in sys.path:
+        sys.path.remove(PACKAGE_ROOT)
 
 
 def run_probes(fn: Callable[..., Any], probes: list[dict[str, Any]], inputs: dict[str, np.ndarray], channel: Channel, submission_dir: str) -> None:
@@ -232,7 +261,14 @@ def main(argv: list[str]) -> int:
     meta, inputs = decode(read_all(request_fd)[4:])
     os.close(request_fd)
     channel = Channel(result_fd)
-    apply_limits(meta.get("limits", {}))
+    layers = isolate(meta)
+    missing = [g for g in missing_guarantees(layers) if g in meta["sandbox"].get("require", [])]
+    # Sent before the submission runs, so the first sandbox message is always the worker's own.
+    channel.send({"kind": "sandbox", "layers": [[layer.name, layer.active, layer.detail] for layer in layers], "missing": missing})
+    if missing:
+        channel.send({"kind": "done"})  # strict mode: the submission is never loaded
+        return 0
+    seal_grader_package()
     path = meta["submission"]
     submission_dir = os.path.dirname(os.path.abspath(path))
     fn, info = load_function(path, meta["function"])
@@ -244,12 +280,9 @@ def main(argv: list[str]) -> int:
 
 
 def entry(argv: list[str]) -> None:
-    # Flush what the submission printed before leaving, and leave without running atexit hooks
-    # the submission may have registered.
-    code = main(argv)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:  # noqa: BLE001
-        pass
-    os._exit(code)
+    """Run main() as PID 1 of a fresh PID namespace (or under the subreaper fallback): every
+    process the submission starts ends with it. The child flushes what the submission printed
+    and leaves with os._exit, without running atexit hooks the submission may have registered;
+    this process then ends the same way the child did (killed by SIGKILL, SIGSEGV, ... or an exit
+    code), so the grader reads the worker's fate from its own wait status."""
+    relay_exit(run_in_pid_namespace(lambda: main(argv)))

@@ -1,0 +1,66 @@
+"""What a worker may read, what it must never see, and what the grader insists on.
+
+Computed here, in the grader, and sent with the request: the worker takes its sandbox from the
+request and computes nothing from the submission, whose code it has not loaded yet anyway.
+
+* readable: what Python and numpy need (the interpreter's prefixes, the system libraries) and
+  the submission's own folder. Never the grader's source tree.
+* hidden: the grader's package folder (the reference implementation and the diagnosis catalogue
+  live in it), the stored references and the default suite, wherever they are (next to
+  ``grader/`` in a source checkout, inside it when installed), and the references of the suite in
+  use. Hidden wins over readable: a hidden folder inside a readable one stays unreadable.
+* the layers to apply (all, unless a test selects fewer) and, in strict mode, the guarantees
+  without which the worker must not load the submission at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from grader.refdata import default_reference_dir, default_suite_path
+from grader.sandbox.isolation import GUARANTEES, default_readable_paths
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    strict: bool = False  # refuse to load a submission unless every guarantee holds
+    hidden: tuple[str, ...] = ()  # more paths the worker must not read (the suite's references)
+    layers: frozenset[str] | None = None  # apply only these layers (tests); None: every layer
+    # RLIMIT_NPROC counts every process of the worker's uid on the machine (all parallel workers
+    # run as nobody when the grader is root), so it leaves room for many workers at once while
+    # still stopping a fork storm; a worker itself needs one process.
+    processes: int = 64
+    open_files: int = 256
+
+
+def hidden_paths(extra: Iterable[str | Path] = ()) -> tuple[str, ...]:
+    candidates = [PACKAGE_DIR, default_reference_dir(), default_suite_path().parent, *extra]
+    found: list[str] = []
+    for path in candidates:
+        resolved = str(Path(path).resolve())
+        if Path(resolved).exists() and resolved not in found:
+            found.append(resolved)
+    return tuple(found)
+
+
+def readable_paths(submission: Path) -> tuple[str, ...]:
+    # The file itself too: the worker checks every readable path against the permission bits
+    # before it gives up root, and a 0600 file in a 0755 folder must count.
+    return (*default_readable_paths(str(submission.parent)), str(submission))
+
+
+def request_meta(submission: Path, workdir: str, settings: SandboxSettings) -> dict[str, Any]:
+    """The "sandbox" part of a worker request (``submission`` resolved)."""
+    return {
+        "workdir": workdir,
+        "readable": list(readable_paths(submission)),
+        "hidden": list(hidden_paths(settings.hidden)),
+        "processes": settings.processes,
+        "open_files": settings.open_files,
+        "layers": None if settings.layers is None else sorted(settings.layers),
+        "require": list(GUARANTEES) if settings.strict else [],
+    }
