@@ -65,8 +65,12 @@ def prepare(suite: Suite | None = None, options: Options | None = None) -> Prepa
 
 def check_path(path: Path) -> None:
     """Raises UsageError (one line) when ``path`` cannot be a submission file."""
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or folder")
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: {'broken symbolic link' if path.is_symlink() else 'no such file or folder'}") from None
+    except OSError as exc:  # a symbolic-link loop (ELOOP), a folder it may not enter, ...
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
     if path.is_dir():
         raise UsageError(f"{path}: is a folder; give a .py submission file")
     if path.suffix != ".py":

@@ -58,7 +58,9 @@ def cli() -> None:
 @click.option("--timeout", "timeout", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Wall-clock limit per submission (default 10).")
 @click.option("--memory", "memory", type=click.IntRange(min=64), metavar="MB", help="Memory limit per submission (default 1024).")
 @click.option("--explain", "explain", metavar="NAME", help="Print the full explanation of a diagnosis (name or code) and exit.")
-def check_command(paths: tuple[Path, ...], fmt: str, function: str | None, suite_path: Path | None, timeout: float | None, memory: int | None, explain: str | None) -> None:
+@click.option("--sandbox-info", "sandbox_info", is_flag=True, help="Print which isolation layers work on this machine and exit.")
+@click.option("--strict-sandbox", "strict_sandbox", is_flag=True, help="Refuse to grade (exit 2) unless network, filesystem and process isolation are all active.")
+def check_command(paths: tuple[Path, ...], fmt: str, function: str | None, suite_path: Path | None, timeout: float | None, memory: int | None, explain: str | None, sandbox_info: bool, strict_sandbox: bool) -> None:
     """Grade submission files that define attention(Q, K, V).
 
     \b
@@ -69,6 +71,9 @@ def check_command(paths: tuple[Path, ...], fmt: str, function: str | None, suite
     if explain:
         _explain(explain)
         return
+    if sandbox_info:
+        _sandbox_info(fmt)
+        return
     if not paths:
         raise UsageError("no submission given; try: grade path/to/submission.py")
     from grader.api import Options, check_path, grade_file, prepare  # late: `grade --help` stays fast
@@ -76,8 +81,10 @@ def check_command(paths: tuple[Path, ...], fmt: str, function: str | None, suite
 
     for path in paths:
         check_path(path)
+    if strict_sandbox:
+        _require_isolation()
     suite = load_suite(suite_path) if suite_path else None
-    prepared = prepare(suite, Options(function=function, timeout_s=timeout, memory_mb=memory))
+    prepared = prepare(suite, Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox))
     reporter = _reporter(fmt, prepared.suite.name, prepared.suite.max_score)
     all_passed = True
     for path in paths:
@@ -98,6 +105,38 @@ def _reporter(fmt: str, suite_name: str, max_score: float) -> Any:
     from grader.report.text import TextReporter
 
     return TextReporter(Console(highlight=False))
+
+
+def _sandbox_info(fmt: str) -> None:
+    from grader.sandbox.isolation import GUARANTEES, missing_guarantees, probe_layers
+
+    layers = probe_layers()
+    missing = missing_guarantees(layers)
+    if fmt == "json":
+        import json
+
+        doc = {
+            "layers": [{"name": layer.name, "active": layer.active, "detail": layer.detail} for layer in layers],
+            "isolated": {guarantee: guarantee not in missing for guarantee in GUARANTEES},
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
+    width = max(len(layer.name) for layer in layers)
+    for layer in layers:
+        click.echo(f"{'on ' if layer.active else 'off'}  {layer.name:<{width}}  {layer.detail}")
+    for guarantee, layer_name in GUARANTEES.items():
+        click.echo(f"{guarantee} isolation: {'yes' if guarantee not in missing else 'NO'} ({layer_name})")
+
+
+def _require_isolation() -> None:
+    """--strict-sandbox: probe before anything runs, and refuse with one line naming what is missing."""
+    from grader.errors import SandboxUnavailable
+    from grader.sandbox.isolation import missing_guarantees, probe_layers, why_missing
+
+    layers = probe_layers()
+    missing = missing_guarantees(layers)
+    if missing:
+        raise SandboxUnavailable(f"--strict-sandbox: no {' or '.join(missing)} isolation here: {why_missing(layers)}; see grade --sandbox-info")
 
 
 def _explain(key: str) -> None:
