@@ -1,0 +1,506 @@
+"""The hostile-submission suite: every attack of tests/hostile/, graded by the real `grade` command.
+
+Each mode grades every hostile submission in one `grade --format json` run, so "the grader
+survived" means: that one process went through all of them and wrote a complete report. The
+modes run at the same time (they mostly wait for time limits):
+
+* ``as-is``: with the test's own privileges (root on the development machine: the worker then
+  drops to nobody);
+* ``unprivileged``: as a non-root uid without any capability, inside a user namespace (what a
+  rootless container or a CI runner gives): the worker may still create namespaces of its own;
+* ``unprivileged-no-userns``: the same, with user namespaces forbidden, as on CI machines that
+  disable them: the namespace layers are off, Landlock and the subreaper fallback remain.
+
+The unprivileged modes need root to set up (a user namespace with a chosen uid map); without
+root the ``as-is`` mode already is the unprivileged run and they are skipped.
+
+Every attack is bounded by itself (see each file), and around the grader the test sets traps it
+then inspects from outside: TCP and UDP listeners on the loopback, world-writable folders, a file
+only unpickling would create, a fake CI secret in the grader's environment, and a random process
+name ("marker") each process-spawning attack gives its children, looked for in /proc of the whole
+machine once the run is over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+TIMEOUT_S = 2.0
+MEMORY_MB = 512
+
+# Grading order. Attacks whose leftovers would die by themselves within seconds (the fork storm's
+# children sleep 10 s) come last, so that the leak check right after the run still sees them.
+ORDER = [
+    "exit_at_import.py", "exit_in_call.py", "segfault.py", "read_stdin.py", "forge_results.py", "forge_sandbox.py",
+    "flood_output.py", "print_env.py", "steal_references.py", "tcp_connect.py", "write_outside.py",
+    "evil_subclass.py", "monkeypatch_numpy.py", "huge_array.py", "memory_bomb.py", "kill_parent.py",
+    "endless_loop.py", "sleep_at_import.py", "ignore_sigterm.py", "child_sleeper.py",
+    "escape_setsid.py", "escape_double_fork.py", "fork_storm.py",
+]
+
+MODES = ["as-is", "unprivileged", "unprivileged-no-userns"]
+
+# Runs a command as uid 1000, a plain unprivileged user of the machine: no capability, counted by
+# RLIMIT_NPROC. Optionally user namespaces are forbidden below it (inside a user namespace of the
+# launcher's own, so the machine's setting is untouched). Folders uid 1000 may not enter but must
+# (the interpreter under /root, 0700) are exposed in a private mount namespace first, the way the
+# worker does it for nobody. Needs root: only root may map another uid and mount.
+LAUNCHER = textwrap.dedent(
+    """
+    import ctypes, os, sys
+    from grader.sandbox import isolation as iso
+    mode, reach, command = sys.argv[1], sys.argv[2].split(os.pathsep), sys.argv[3:]
+    go_r, go_w = os.pipe()
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(go_w)
+        os.close(ready_r)
+        try:
+            iso._unshare(iso.CLONE_NEWNS)
+            iso._mount(None, "/", None, iso.MS_REC | iso.MS_PRIVATE)
+            iso._make_reachable(iso._unreachable(reach, 1000, 1000), 1000, 1000)
+            iso._unshare(iso.CLONE_NEWUSER)
+        except OSError as exc:
+            print(f"launcher: {exc}", file=sys.stderr)
+            os._exit(90)
+        os.write(ready_w, b"x")
+        os.read(go_r, 1)  # the parent has written the uid and gid maps
+        if mode == "unprivileged-no-userns":
+            with open("/proc/sys/user/max_user_namespaces", "w") as fh:
+                fh.write("0")
+        os.setgroups([])
+        os.setresgid(1000, 1000, 1000)
+        os.setresuid(1000, 1000, 1000)
+        os.execv(command[0], command)
+    os.close(go_r)
+    os.close(ready_w)
+    if os.read(ready_r, 1):
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{pid}/{name}", "w") as fh:
+                fh.write("0 100000 1\\n1000 1000 1\\n")  # root inside only to set the sysctl
+        os.write(go_w, b"x")
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+    """
+)
+
+
+def _command(mode: str, args: list[str], reach: list[Path]) -> list[str]:
+    grade = [sys.executable, "-m", "grader", *args]
+    if mode == "as-is":
+        return grade
+    paths = [sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), str(ROOT), *map(str, reach)]
+    return [sys.executable, "-c", LAUNCHER, mode, os.pathsep.join(paths), *grade]
+
+
+def _mode_unavailable(mode: str) -> str | None:
+    if mode == "as-is":
+        return None
+    if os.geteuid() != 0:
+        return "the test runs unprivileged already: the as-is mode is the unprivileged run"
+    probe = subprocess.run(_command(mode, ["--version"], []), capture_output=True, timeout=30, cwd=ROOT, env=_env(""))
+    if probe.returncode != 0:
+        return f"cannot switch to an unprivileged uid here (exit {probe.returncode}: {probe.stderr.decode(errors='replace')[-200:]})"
+    return None
+
+
+def _env(secret: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "GRADER_CI_SECRET": secret}
+
+
+@dataclass
+class Arena:
+    """The folder the hostile submissions are graded from, and the traps around it."""
+
+    base: Path
+    subs: Path
+    tcp: socket.socket
+    udp: socket.socket
+    write_targets: list[Path]
+    pickle_marker: Path
+
+    @classmethod
+    def build(cls) -> Arena:
+        base = Path(tempfile.mkdtemp(prefix="grader-hostile-"))
+        os.chmod(base, 0o755)
+        subs = base / "subs"
+        subs.mkdir()
+        os.chmod(subs, 0o777)  # only the sandbox, not the permission bits, may stop a write here
+        outside = base / "outside"
+        outside.mkdir()
+        os.chmod(outside, 0o777)
+        for name in ORDER + ["_hostile.py"]:
+            shutil.copy(HOSTILE / name, subs / name)
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen(8)
+        tcp.setblocking(False)
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(("127.0.0.1", 0))
+        udp.setblocking(False)
+        token = secrets.token_hex(6)
+        targets = [subs / "escaped.txt", outside / "escaped.txt", Path(tempfile.gettempdir()) / f"grader-hostile-{token}.txt"]
+        if os.path.isdir("/dev/shm"):
+            targets.append(Path("/dev/shm") / f"grader-hostile-{token}.txt")
+        arena = cls(base, subs, tcp, udp, targets, base / "pickle-marker")
+        config = {
+            "tcp_port": tcp.getsockname()[1],
+            "udp_port": udp.getsockname()[1],
+            "write_targets": [str(t) for t in targets],
+            "pickle_marker": str(arena.pickle_marker),
+        }
+        (subs / "hostile.json").write_text(json.dumps(config))
+        return arena
+
+    def tcp_connections(self) -> int:
+        count = 0
+        while True:
+            try:
+                conn, _ = self.tcp.accept()
+            except (BlockingIOError, OSError):
+                return count
+            conn.close()
+            count += 1
+
+    def udp_datagrams(self) -> int:
+        count = 0
+        while True:
+            try:
+                self.udp.recvfrom(1024)
+            except (BlockingIOError, OSError):
+                return count
+            count += 1
+
+    def close(self) -> None:
+        self.tcp.close()
+        self.udp.close()
+        for target in self.write_targets:
+            target.unlink(missing_ok=True)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+@dataclass
+class Batch:
+    mode: str
+    arena: Arena
+    secret: str
+    proc: subprocess.Popen[bytes]
+    started: float
+    info: dict[str, Any] = field(default_factory=dict)
+    code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    doc: dict[str, Any] = field(default_factory=dict)
+    left_behind: dict[str, list[int]] = field(default_factory=dict)  # marker -> pids still alive
+    connections: int = 0
+    datagrams: int = 0
+
+    def finish(self) -> None:
+        try:
+            out, err = self.proc.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        self.code = self.proc.returncode
+        self.stdout, self.stderr = out.decode(errors="replace"), err.decode(errors="replace")
+        # Right away, before any leftover could end by itself.
+        self.left_behind = _leftovers(re.findall(r"MARKER (hx[0-9a-f]{10})", self.stdout))
+        self.connections = self.arena.tcp_connections()
+        self.datagrams = self.arena.udp_datagrams()
+        try:
+            self.doc = json.loads(self.stdout)
+        except ValueError:
+            self.doc = {}
+
+    def sub(self, name: str) -> dict[str, Any]:
+        for sub in self.doc.get("submissions", []):
+            if Path(sub["path"]).name == name:
+                return sub
+        pytest.fail(f"[{self.mode}] no report for {name}: exit {self.code}, stderr {self.stderr[-500:]!r}")
+
+    def output(self, name: str) -> str:
+        return str(self.sub(name)["output"]["text"])
+
+    def active(self, name: str) -> set[str]:
+        return {layer["name"] for layer in self.sub(name)["sandbox"] if layer["active"]}
+
+    def require(self, name: str, *layers: str) -> None:
+        """Skip unless one of ``layers`` was active for this submission: only they stop the attack."""
+        if not self.active(name) & set(layers):
+            details = {layer["name"]: layer["detail"] for layer in self.sub(name)["sandbox"]}
+            pytest.skip(f"[{self.mode}] none of {', '.join(layers)} active here: " + "; ".join(f"{n}: {details.get(n, 'not reported')}" for n in layers))
+
+
+def _comm_of(pid: str) -> str | None:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            comm = fh.read().strip()
+        with open(f"/proc/{pid}/stat") as fh:
+            data = fh.read()
+        return None if data[data.rfind(")") + 2 :].split()[0] in "ZX" else comm
+    except OSError:
+        return None
+
+
+def _leftovers(markers: list[str]) -> dict[str, list[int]]:
+    """Processes still alive with one of ``markers`` as name, after a grace period for the
+    kernel to tear down a PID namespace. Killed once recorded: a failed sandbox must not leave
+    them running (the names are random, so nothing else is ever hit)."""
+    wanted = set(markers)
+    found: dict[str, list[int]] = {}
+    deadline = time.monotonic() + 3.0
+    while True:
+        found = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and (comm := _comm_of(entry)) in wanted:
+                found.setdefault(comm, []).append(int(entry))
+        if not found or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    for pids in found.values():
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def batches() -> Iterator[dict[str, Batch | str]]:
+    """Start every available mode at once; finish each as soon as its run ends."""
+    runs: dict[str, Batch | str] = {}
+    arenas: list[Arena] = []
+    try:
+        for mode in MODES:
+            reason = _mode_unavailable(mode)
+            if reason:
+                runs[mode] = reason
+                continue
+            arena = Arena.build()
+            arenas.append(arena)
+            secret = "ci-secret-" + secrets.token_hex(8)
+            info = subprocess.run(_command(mode, ["--sandbox-info", "--format", "json"], [arena.base]), capture_output=True, timeout=60, cwd=ROOT, env=_env(secret))
+            args = ["--format", "json", "--timeout", str(TIMEOUT_S), "--memory", str(MEMORY_MB), *(str(arena.subs / n) for n in ORDER)]
+            proc = subprocess.Popen(_command(mode, args, [arena.base]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=_env(secret))
+            batch = Batch(mode, arena, secret, proc, time.monotonic())
+            batch.info = json.loads(info.stdout) if info.returncode == 0 else {"error": info.stderr.decode(errors="replace")}
+            runs[mode] = batch
+        pending = [b for b in runs.values() if isinstance(b, Batch)]
+        while pending:
+            for batch in [b for b in pending if b.proc.poll() is not None] or pending[:1]:
+                batch.finish()
+                pending.remove(batch)
+        yield runs
+    finally:
+        for run in runs.values():
+            if isinstance(run, Batch) and run.proc.poll() is None:
+                run.proc.kill()
+                run.proc.wait()
+        for arena in arenas:
+            arena.close()
+
+
+@pytest.fixture(params=MODES)
+def batch(request: pytest.FixtureRequest, batches: dict[str, Batch | str]) -> Batch:
+    run = batches[request.param]
+    if isinstance(run, str):
+        pytest.skip(run)
+    return run
+
+
+def diagnoses(batch: Batch, name: str) -> list[str]:
+    return sorted(d["name"] for d in batch.sub(name)["diagnoses"] if d["severity"] == "error")
+
+
+# ------------------------------------------------------------------------------------------------
+# The grader itself
+# ------------------------------------------------------------------------------------------------
+
+
+def test_every_hostile_file_is_in_the_suite() -> None:
+    files = sorted(p.name for p in HOSTILE.glob("*.py") if not p.name.startswith("_"))
+    assert files == sorted(ORDER)
+
+
+def test_the_grader_survives_every_submission(batch: Batch) -> None:
+    assert batch.code == 1, f"[{batch.mode}] exit {batch.code}: {batch.stderr[-2000:]}"
+    assert batch.stderr == ""
+    graded = [Path(s["path"]).name for s in batch.doc["submissions"]]
+    assert graded == ORDER
+    assert not any(s["passed"] for s in batch.doc["submissions"] if Path(s["path"]).name not in ("flood_output.py", "print_env.py"))
+
+
+def test_layers_are_reported_and_match_sandbox_info(batch: Batch) -> None:
+    assert "layers" in batch.info, batch.info
+    expected = {layer["name"]: layer["active"] for layer in batch.info["layers"]}
+    for sub in batch.doc["submissions"]:
+        if Path(sub["path"]).name in ("sleep_at_import.py",):
+            continue
+        reported = {layer["name"]: layer["active"] for layer in sub["sandbox"]}
+        assert reported == expected, f"{sub['path']}: {reported} != {expected}"
+        assert sub["isolated"] == batch.info["isolated"]
+    if batch.mode == "unprivileged-no-userns":
+        assert batch.info["isolated"]["network"] is False  # the namespace layers really are off
+
+
+def test_nothing_is_left_running(batch: Batch) -> None:
+    markers = re.findall(r"MARKER (hx[0-9a-f]{10})", batch.stdout)
+    spawners = ["ignore_sigterm.py", "child_sleeper.py", "escape_setsid.py", "escape_double_fork.py", "fork_storm.py"]
+    for name in spawners:
+        assert "MARKER hx" in batch.output(name), f"{name} never ran its attack: the check would prove nothing"
+    assert len(markers) >= len(spawners)
+    assert batch.left_behind == {}, f"[{batch.mode}] processes outlived their worker: {batch.left_behind}"
+
+
+def test_no_secret_reaches_any_output(batch: Batch) -> None:
+    assert "environ of self" in batch.output("print_env.py")  # it did look
+    assert batch.secret not in batch.stdout
+    assert batch.secret not in batch.stderr
+    assert "GRADER_CI_SECRET" not in batch.stdout
+    assert batch.sub("print_env.py")["passed"]  # a correct submission that prints is no bug
+
+
+# ------------------------------------------------------------------------------------------------
+# One attack each
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "expected", "status"),
+    [
+        ("endless_loop.py", ["timeout"], "timeout"),
+        ("sleep_at_import.py", ["timeout"], "timeout"),
+        ("ignore_sigterm.py", ["timeout"], "timeout"),
+        ("child_sleeper.py", ["timeout"], "timeout"),
+        ("escape_setsid.py", ["timeout"], "timeout"),
+        ("memory_bomb.py", ["memory-limit"], "completed"),
+        ("exit_at_import.py", ["load-error"], "completed"),
+        ("exit_in_call.py", ["crash"], "crashed"),
+        ("segfault.py", ["crash"], "crashed"),
+        ("read_stdin.py", ["crash"], "completed"),
+        ("forge_results.py", ["crash"], "protocol-error"),
+        ("forge_sandbox.py", ["crash"], "protocol-error"),
+        ("huge_array.py", ["bad-return"], "completed"),
+        ("evil_subclass.py", ["values-mismatch"], "completed"),
+        ("monkeypatch_numpy.py", ["values-mismatch"], "completed"),
+        ("steal_references.py", ["values-mismatch"], "completed"),
+        ("tcp_connect.py", ["values-mismatch"], "completed"),
+        ("write_outside.py", ["values-mismatch"], "completed"),
+        ("escape_double_fork.py", ["values-mismatch"], "completed"),
+        ("fork_storm.py", ["values-mismatch"], "completed"),
+    ],
+)
+def test_verdict_and_diagnosis(batch: Batch, name: str, expected: list[str], status: str) -> None:
+    sub = batch.sub(name)
+    assert not sub["passed"]
+    assert diagnoses(batch, name) == expected, sub["diagnoses"]
+    assert sub["worker_status"] == status
+    if status == "timeout":
+        assert sub["duration_s"] < TIMEOUT_S + 3  # stopped at the limit, not when the attack gave up
+
+
+def test_sleep_at_import_never_loads(batch: Batch) -> None:
+    load = next(c for c in batch.sub("sleep_at_import.py")["checks"] if c["id"] == "load")
+    assert not load["passed"] and "did not finish loading" in load["summary"]
+
+
+def test_a_forged_sandbox_report_is_refused(batch: Batch) -> None:
+    sub = batch.sub("forge_sandbox.py")
+    assert "a second sandbox report" in sub["diagnoses"][0]["message"]
+    assert sub["sandbox"] and not any(layer["detail"] == "forged" for layer in sub["sandbox"])
+
+
+def test_flood_is_capped_and_counted(batch: Batch) -> None:
+    output = batch.sub("flood_output.py")["output"]
+    assert output["total_bytes"] == 2000 * 4097
+    assert len(output["text"]) == 64 * 1024
+    assert batch.sub("flood_output.py")["passed"]
+
+
+def test_stdin_is_empty(batch: Batch) -> None:
+    assert "stdin gave 0 characters" in batch.output("read_stdin.py")
+
+
+def test_stored_references_cannot_be_read_or_replayed(batch: Batch) -> None:
+    batch.require("steal_references.py", "landlock-fs", "mount-namespace")
+    output = batch.output("steal_references.py")
+    assert "import grader.attention: failed" in output  # the reference implementation is out of reach
+    assert "reference: failed" in output  # it knew where to look, and was refused
+    assert "SUCCEEDED" not in output, output
+    assert "stolen outputs: 0" in output and "FOUND" not in output
+
+
+def test_tcp_connect_to_the_loopback_is_blocked(batch: Batch) -> None:
+    batch.require("tcp_connect.py", "network-namespace", "landlock-net")
+    assert "tcp connect: failed" in batch.output("tcp_connect.py")
+    assert batch.connections == 0
+
+
+def test_udp_to_the_loopback_is_blocked(batch: Batch) -> None:
+    batch.require("tcp_connect.py", "network-namespace")  # Landlock does not cover UDP
+    assert "udp send: failed" in batch.output("tcp_connect.py")
+    assert batch.datagrams == 0
+
+
+def test_no_file_appears_outside_the_working_folder(batch: Batch) -> None:
+    batch.require("write_outside.py", "landlock-fs")
+    output = batch.output("write_outside.py")
+    assert "write in the working folder: SUCCEEDED" in output  # writing works where it may
+    for target in batch.arena.write_targets:
+        assert f"write {target}: failed" in output
+        assert not target.exists(), f"{target} was written"
+
+
+def test_pickle_payload_never_runs(batch: Batch) -> None:
+    assert not batch.arena.pickle_marker.exists()
+    # The grader got plain zeros, whatever the subclass said about equality.
+    weights = next(c for c in batch.sub("evil_subclass.py")["checks"] if c["id"] == "weights")
+    assert "got 0," in weights["summary"]
+
+
+def test_killing_the_parent_does_not_take_the_grader_down(batch: Batch) -> None:
+    output = batch.output("kill_parent.py")
+    assert "kill parent" in output and "kill 1:" in output  # the attempts were made
+    for line in output.splitlines():
+        if line.startswith(("kill grandparent", "kill parent")) and "pid-namespace" not in batch.active("kill_parent.py"):
+            assert "failed" in line, line  # outside a PID namespace the parent is real: refused
+    if "pid-namespace" in batch.active("kill_parent.py"):
+        # Its "parent" is pid 0 (outside the namespace: kill(0) hits its own group) and pid 1 is
+        # itself, which the kernel does not let its own SIGKILL reach: it goes on and fails.
+        assert diagnoses(batch, "kill_parent.py") == ["values-mismatch"]
+    else:
+        # Without a PID namespace it shares the group of the process the grader started, and its
+        # SIGKILL to that group reaches only itself: the grader reports its death.
+        assert diagnoses(batch, "kill_parent.py") == ["crash"]
+    # The grader went on to grade the submissions after this one (ORDER puts several there).
+    graded = [Path(s["path"]).name for s in batch.doc["submissions"]]
+    assert graded.index("kill_parent.py") < len(graded) - 1
+
+
+def test_fork_storm_is_limited(batch: Batch) -> None:
+    match = re.search(r"fork storm: started (\d+)", batch.output("fork_storm.py"))
+    assert match, batch.output("fork_storm.py")
+    if "rlimits" in batch.active("fork_storm.py") and "unprivileged-user" in batch.active("fork_storm.py"):
+        assert int(match.group(1)) < 64  # RLIMIT_NPROC (SandboxSettings.processes)
+    assert batch.left_behind == {}
