@@ -5,6 +5,7 @@ test_hostile.py (through the `grade` command, in every privilege mode this machi
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -117,3 +118,12 @@ def test_a_plain_copy_is_made_of_a_subclass() -> None:
     value = np.arange(6.0).reshape(2, 3).view(LiesAboutSize)
     array = to_array(value)
     assert array is not None and type(array) is np.ndarray and array.tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_the_threat_model_lists_every_layer() -> None:
+    model = (ROOT / "README.md").read_text().split("## Threat model", 1)[1]
+    documented = re.findall(r"^\| \*\*([a-z-]+)\*\* \|", model, flags=re.M)
+    reported = {layer.name for layer in probe_layers()}
+    assert len(documented) == len(set(documented))
+    # user-namespace is only reported where it is needed: when the grader is not root.
+    assert reported <= set(documented) and set(documented) - reported <= {"user-namespace"}
