@@ -106,11 +106,32 @@ LAUNCHER = textwrap.dedent(
 
 
 def _command(mode: str, args: list[str], reach: list[Path]) -> list[str]:
-    grade = [sys.executable, "-m", "grader", *args]
+    return _as(mode, [sys.executable, "-m", "grader", *args], reach)
+
+
+def _as(mode: str, command: list[str], reach: list[Path]) -> list[str]:
     if mode == "as-is":
-        return grade
+        return command
     paths = [sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), str(ROOT), *map(str, reach)]
-    return [sys.executable, "-c", LAUNCHER, mode, os.pathsep.join(paths), *grade]
+    return [sys.executable, "-c", LAUNCHER, mode, os.pathsep.join(paths), *command]
+
+
+# Landlock's ABI version and whether a user namespace with a network namespace can be made, found
+# out independently of the grader's own probe (so that a layer the machine offers but the grader
+# wrongly reports as off fails the suite instead of skipping its attacks).
+KERNEL_OFFERS = textwrap.dedent(
+    """
+    import ctypes, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(ctypes.c_long(444), ctypes.c_void_p(None), ctypes.c_size_t(0), ctypes.c_uint32(1))
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if libc.unshare(0x10000000 | 0x40000000) == 0 else 1)  # CLONE_NEWUSER | CLONE_NEWNET
+    _, status = os.waitpid(pid, 0)
+    print(max(0, abi), int(os.waitstatus_to_exitcode(status) == 0))
+    """
+)
 
 
 def _mode_unavailable(mode: str) -> str | None:
@@ -362,6 +383,19 @@ def test_layers_are_reported_and_match_sandbox_info(batch: Batch) -> None:
         assert sub["isolated"] == batch.info["isolated"]
     if batch.mode == "unprivileged-no-userns":
         assert batch.info["isolated"]["network"] is False  # the namespace layers really are off
+
+
+def test_every_layer_the_machine_offers_is_in_force(batch: Batch) -> None:
+    offers = subprocess.run(_as(batch.mode, [sys.executable, "-c", KERNEL_OFFERS], []), capture_output=True, text=True, timeout=60, check=True)
+    abi, namespaces = (int(x) for x in offers.stdout.split())
+    active = batch.active("flood_output.py")
+    expected = {name for name, needed in (("landlock-fs", 1), ("landlock-net", 4), ("landlock-signal", 6)) if abi >= needed}
+    if batch.mode == "unprivileged-no-userns":
+        assert not active & {"network-namespace", "mount-namespace", "pid-namespace"}
+    elif namespaces:  # as root, or where unprivileged user namespaces are allowed
+        expected |= {"network-namespace", "ipc-namespace", "mount-namespace", "pid-namespace"}
+    expected |= {"single-threaded", "session", "rlimits", "parent-death-signal", "no-new-privs", "unprivileged-user"}
+    assert expected <= active, expected - active
 
 
 def test_nothing_is_left_running(batch: Batch) -> None:

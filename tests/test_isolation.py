@@ -378,6 +378,27 @@ def test_hidden_files_are_unreadable_below_a_readable_folder(box: Box, only: set
     assert result["sibling"] == "X = 1\n"
 
 
+def test_a_hidden_path_inside_another_is_hidden_with_it(box: Box) -> None:
+    """An installed grader hides its package folder and, inside it, its references: covering the
+    outer folder must not make the inner one count as a failure."""
+
+    def body() -> dict[str, Any]:
+        layers = apply_isolation(box.policy(hidden=(box.hidden, box.secret)), only={"mount-namespace"})
+        try:
+            with open(box.secret) as fh:
+                secret = fh.read()
+        except OSError as exc:
+            secret = f"denied: {exc}"
+        return {"layers": layers_json(layers), "secret": secret}
+
+    result = in_child(body)
+    active, detail = result["layers"]["mount-namespace"]
+    if "private mount namespace" not in detail:
+        pytest.skip(f"no mount namespace here: {detail}")
+    assert active and "1/1 hidden path(s) covered" in detail, detail
+    assert result["secret"] != "the expected answers"
+
+
 def test_files_outside_the_readable_paths_are_unreadable(box: Box) -> None:
     outside = os.path.join(box.open_dir, "grader-data.txt")
     Path(outside).write_text("grader data")

@@ -1037,7 +1037,7 @@ def apply_isolation(policy: Policy, *, only: Collection[str] | None = None) -> l
     ppid = os.getppid()
     layers = [_layer_threads()]
     threads = _thread_count()
-    hidden = _existing(policy.hidden)
+    hidden = _outermost(_existing(policy.hidden))  # a path inside a hidden one is hidden with it
     readable = _existing(policy.readable)
     workdir = _real(policy.workdir)
 
@@ -1047,7 +1047,11 @@ def apply_isolation(policy: Policy, *, only: Collection[str] | None = None) -> l
     # the other namespaces directly and needs none.
     needs_namespaces = any(want(n) for n in ("network-namespace", "ipc-namespace", "mount-namespace"))
     if needs_namespaces and not (_has_cap(CAP_SYS_ADMIN) and _in_initial_user_namespace()):
-        layers.append(run("user-namespace", _layer_user_namespace))
+        # Not a guarantee of its own but the means to the ones selected: never "not selected".
+        try:
+            layers.append(_layer_user_namespace())
+        except Exception as exc:  # noqa: BLE001 - see run()
+            layers.append(_failed("user-namespace", exc))
     layers.append(run("network-namespace", _layer_network))
     layers.append(run("ipc-namespace", _layer_ipc))
 
