@@ -66,14 +66,18 @@ class WorkerLimits:
     output_bytes: int = 64 * 1024
     result_bytes: int = 256 * 1024 * 1024
     file_bytes: int = 64 * 1024 * 1024
+    # issue 6: time to import torch / jax before the submission's own clock starts (at "ready").
+    startup_s: float = 0.0
 
 
-def build_request(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits) -> bytes:
+def build_request(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits, how: dict[str, Any] | None = None) -> bytes:
     arrays = {}
     for probe in probes:
         arrays[f"{probe.name}.Q"] = probe.Q
         arrays[f"{probe.name}.K"] = probe.K
         arrays[f"{probe.name}.V"] = probe.V
+        if probe.mask is not None:  # issue 6: masked probes
+            arrays[f"{probe.name}.mask"] = probe.mask
     meta = {
         "submission": str(submission),
         "function": function,
@@ -83,6 +87,7 @@ def build_request(submission: Path, function: str, probes: list[Probe], limits: 
             "cpu_seconds": int(limits.timeout_s) + 2,
             "file_bytes": limits.file_bytes,
         },
+        **(how or {}),  # issue 6: "framework" and the load "plan" (notebook source, package module)
     }
     return encode(meta, arrays)
 
@@ -149,11 +154,11 @@ def _writer(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-def run_submission(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits) -> WorkerRun:
+def run_submission(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits, how: dict[str, Any] | None = None) -> WorkerRun:
     """Run one submission on ``probes`` in a fresh worker process. Raises SandboxError only when
     the worker cannot be started at all; everything the submission does is in the WorkerRun."""
     workdir = tempfile.mkdtemp(prefix="grader-work-")
-    request = build_request(submission.resolve(), function, probes, limits)
+    request = build_request(submission.resolve(), function, probes, limits, how)
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
     started = time.monotonic()
@@ -191,7 +196,8 @@ def run_submission(submission: Path, function: str, probes: list[Probe], limits:
 
 def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, started: float) -> WorkerRun:
     assert proc.stdout is not None
-    deadline = started + limits.timeout_s
+    deadline = started + limits.timeout_s + limits.startup_s
+    ready = False
     sink = _OutputSink(limits.output_bytes)
     stream = _ResultStream(limits.result_bytes)
     load: LoadInfo | None = None
@@ -222,7 +228,15 @@ def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, s
                 try:
                     for meta, arrays in stream.feed(data):
                         kind = meta.get("kind")
-                        if kind == "loaded":
+                        if kind == "ready":
+                            # issue 6: the framework is imported; the submission's clock starts now.
+                            # Accepted once, before loading, and only when a framework was asked for,
+                            # so a submission cannot forge it to win more time.
+                            if ready or load is not None or not limits.startup_s:
+                                raise MalformedMessage("unexpected ready message")
+                            ready = True
+                            deadline = time.monotonic() + limits.timeout_s
+                        elif kind == "loaded":
                             load = parse_load(meta)
                         elif kind == "result":
                             obs = parse_result(meta, arrays)

@@ -11,8 +11,10 @@ stdout and stderr on a capped pipe the grader reads, in a fresh empty working fo
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import inspect
+import linecache
 import os
 import resource
 import sys
@@ -145,39 +147,104 @@ def describe_value(value: Any, prefix: str, depth: int = 0) -> tuple[dict[str, A
     return meta, arrays
 
 
-def load_function(path: str, name: str) -> tuple[Callable[..., Any] | None, dict[str, Any]]:
-    submission_dir = os.path.dirname(os.path.abspath(path))
-    sys.path.insert(0, submission_dir)
+def _import_submission(path: str, plan: dict[str, Any]) -> types.ModuleType:
+    """Run the submission's code as a module. Besides a plain file, the grader may ask for
+    (issue 6, see grader/notebook.py and grader/entry.py):
+    * ``source``: a notebook's code cells joined into one text, run under the notebook's name;
+    * ``module``: a file inside a package of a repository, imported by its dotted name so that
+      its relative imports work."""
+    source = plan.get("source")
+    if isinstance(source, str):
+        module = types.ModuleType("submission")
+        module.__file__ = path
+        sys.modules["submission"] = module
+        # Tracebacks read code lines through linecache: give them the cells, not the JSON.
+        linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+        exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - this is the sandbox
+        return module
+    dotted = plan.get("module")
+    if isinstance(dotted, str) and dotted:
+        return importlib.import_module(dotted)
     spec = importlib.util.spec_from_file_location("submission", path)
     if spec is None or spec.loader is None:
-        return None, {"ok": False, "reason": "load-error", "error": {"type": "ImportError", "message": "cannot import this file", "line": None, "file": None, "frames": []}}
+        raise ImportError("cannot import this file")
     module = importlib.util.module_from_spec(spec)
     sys.modules["submission"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _search_path(path: str, plan: dict[str, Any]) -> list[str]:
+    """The folders put first on sys.path; a package name that is already taken (numpy, grader, a
+    standard module) is never imported from the candidate: the file is then loaded on its own."""
+    dotted = plan.get("module")
+    if isinstance(dotted, str) and dotted:
+        top = dotted.split(".")[0]
+        try:
+            taken = top in sys.modules or importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            taken = True
+        if taken:
+            plan["module"] = None
+    folders = plan.get("sys_path")
+    if isinstance(folders, list) and all(isinstance(f, str) for f in folders) and folders:
+        return list(folders)
+    return [os.path.dirname(os.path.abspath(path))]
+
+
+# Parameter names under which a mask is passed by keyword (issue 6); otherwise it goes fourth.
+MASK_NAMES = ("mask", "attn_mask", "attention_mask")
+
+
+def load_function(path: str, name: str, plan: dict[str, Any] | None = None) -> tuple[Callable[..., Any] | None, dict[str, Any]]:
+    plan = dict(plan or {})
+    submission_dir = plan.get("root") or os.path.dirname(os.path.abspath(path))
+    for folder in reversed(_search_path(path, plan)):
+        sys.path.insert(0, folder)
     try:
-        spec.loader.exec_module(module)
+        module = _import_submission(path, plan)
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are load errors too
         return None, {"ok": False, "reason": "load-error", "error": describe_error(exc, submission_dir)}
     fn = getattr(module, name, None)
     if fn is None or not callable(fn):
         available = sorted(
             n for n, v in vars(module).items()
-            if callable(v) and not n.startswith("_") and not isinstance(v, types.ModuleType) and getattr(v, "__module__", None) == "submission"
+            if callable(v) and not n.startswith("_") and not isinstance(v, types.ModuleType) and getattr(v, "__module__", None) == module.__name__
         )
         return None, {"ok": False, "reason": "function-missing", "found": fn is not None, "available": available[:20]}
     info: dict[str, Any] = {"ok": True, "callable": type_name(fn)}
     try:
         signature = inspect.signature(fn)
         info["signature"] = safe_text(signature, 300)
+        keyword = next((p.name for p in signature.parameters.values() if p.name in MASK_NAMES and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)), None)
+        if keyword:
+            info["mask_keyword"] = keyword
         try:
             signature.bind(0, 0, 0)
             info["accepts_three"] = True
         except TypeError as exc:
-            info["accepts_three"] = False
-            info["signature_error"] = safe_text(exc, 300)
+            # A required mask parameter (issue 6) receives None where the task has no mask.
+            try:
+                signature.bind(0, 0, 0, **{keyword: None}) if keyword else signature.bind(0, 0, 0, None)
+                info["accepts_three"] = True
+                info["mask_required"] = True
+            except TypeError:
+                info["accepts_three"] = False
+                info["signature_error"] = safe_text(exc, 300)
     except (TypeError, ValueError):
         info["signature"] = None
         info["accepts_three"] = True  # builtins and C callables: find out by calling
     return fn, info
+
+
+def call_arguments(info: dict[str, Any], Q: Any, K: Any, V: Any, mask: Any, has_mask: bool) -> tuple[list[Any], dict[str, Any]]:
+    """Positional Q, K, V (names are never assumed); a mask by keyword when a parameter is named
+    like one, else fourth; None for a required mask when the probe has none (issue 6)."""
+    if not has_mask and not info.get("mask_required"):
+        return [Q, K, V], {}
+    if info.get("mask_keyword"):
+        return [Q, K, V], {info["mask_keyword"]: mask}
+    return [Q, K, V, mask], {}
 
 
 def apply_limits(limits: dict[str, Any]) -> None:
@@ -197,18 +264,22 @@ def apply_limits(limits: dict[str, Any]) -> None:
             pass
 
 
-def run_probes(fn: Callable[..., Any], probes: list[dict[str, Any]], inputs: dict[str, np.ndarray], channel: Channel, submission_dir: str) -> None:
+def run_probes(fn: Callable[..., Any], probes: list[dict[str, Any]], inputs: dict[str, np.ndarray], channel: Channel, submission_dir: str, info: dict[str, Any] | None = None, adapt: Callable[[Any], Any] | None = None) -> None:
+    info = info or {}
+    adapt = adapt or (lambda array: array)  # issue 6: tensors for torch / jax submissions
     for probe in probes:
         name = probe["name"]
         for call in range(int(probe.get("repeat", 1))):
             Q = inputs[f"{name}.Q"].copy()
             K = inputs[f"{name}.K"].copy()
             V = inputs[f"{name}.V"].copy()
+            mask = inputs[f"{name}.mask"].copy() if f"{name}.mask" in inputs else None
+            args, kwargs = call_arguments(info, adapt(Q), adapt(K), adapt(V), None if mask is None else adapt(mask), mask is not None)
             meta: dict[str, Any] = {"kind": "result", "probe": name, "call": call}
             arrays: dict[str, np.ndarray] = {}
             started = time.perf_counter()
             try:
-                value = fn(Q, K, V)
+                value = fn(*args, **kwargs)
             except BaseException as exc:  # noqa: BLE001 - the submission may raise anything
                 meta["duration"] = time.perf_counter() - started
                 meta["status"] = "raised"
@@ -232,13 +303,30 @@ def main(argv: list[str]) -> int:
     meta, inputs = decode(read_all(request_fd)[4:])
     os.close(request_fd)
     channel = Channel(result_fd)
-    apply_limits(meta.get("limits", {}))
+    limits = meta.get("limits", {})
+    adapt = None
+    framework = meta.get("framework") or "numpy"
+    if framework != "numpy":
+        # issue 6: import torch / jax (installed code, not the candidate's) before the limits, which
+        # then count from here; the grader starts the submission's clock at "ready".
+        from grader.frameworks import relative_limits, worker_adapter
+
+        try:
+            adapt = worker_adapter(framework)
+        except BaseException as exc:  # noqa: BLE001 - a broken install is this submission's load error
+            channel.send({"kind": "loaded", "ok": False, "reason": "load-error", "error": describe_error(exc, os.devnull)})
+            channel.send({"kind": "done"})
+            return 0
+        limits = relative_limits(limits)
+        channel.send({"kind": "ready"})
+    apply_limits(limits)
     path = meta["submission"]
-    submission_dir = os.path.dirname(os.path.abspath(path))
-    fn, info = load_function(path, meta["function"])
+    plan = meta.get("plan") or {}
+    submission_dir = plan.get("root") or os.path.dirname(os.path.abspath(path))
+    fn, info = load_function(path, meta["function"], plan)
     channel.send({"kind": "loaded", **info})
     if fn is not None:
-        run_probes(fn, meta["probes"], inputs, channel, submission_dir)
+        run_probes(fn, meta["probes"], inputs, channel, submission_dir, info, adapt)
     channel.send({"kind": "done"})
     return 0
 
