@@ -118,6 +118,16 @@ def compile_allowance(framework: Framework, distinct_shapes: int) -> float:
     return JAX_COMPILE_S_PER_SHAPE * distinct_shapes if framework == "jax" else 0.0
 
 
+# How torch and JAX report an allocation refused by the address-space limit: not as MemoryError.
+_ALLOCATION_FAILURES = ("DefaultCPUAllocator: can't allocate memory", "RESOURCE_EXHAUSTED: Out of memory")
+
+
+def is_framework_memory_error(error_type: str, message: str) -> bool:
+    return error_type in ("RuntimeError", "jax.errors.JaxRuntimeError", "jaxlib.xla_extension.XlaRuntimeError") and any(
+        text in message for text in _ALLOCATION_FAILURES
+    )
+
+
 def missing_message(framework: Framework) -> str:
     return f"this submission imports {framework}, which is not installed; install it with {install_hint(framework)}"
 

@@ -80,3 +80,12 @@ def _alive(pid: int) -> bool:
             return handle.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_forged_ready_message_buys_no_time(prepared: Prepared) -> None:
+    """issue 6: "ready" is accepted only once, before loading, and only for a framework worker."""
+    started = time.monotonic()
+    report = grade_file(HOSTILE / "forge_ready.py", quick(prepared, 1.5))
+    assert time.monotonic() - started < 6
+    assert not report.passed
+    assert report.worker_status in ("protocol-error", "timeout")

@@ -29,6 +29,7 @@ from grader.diagnosis.catalogue import REFERENCE, Variant, all_variants
 from grader.diagnosis.masks import mask_diagnoses
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.scale_fit import fit_scale, row_shape
+from grader.frameworks import is_framework_memory_error
 from grader.observation import Observation, WorkerRun
 from grader.probes import Probe
 from grader.suite import Suite, Tolerance
@@ -104,7 +105,11 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
     # issue 6: masked probes are judged apart (grader/diagnosis/masks.py): the catalogue has no masks
     observed = {name: obs for (name, call), obs in run.observations.items() if call == 0 and name in by_name and by_name[name].mask is None}
     diagnoses = list(early)
-    memory_probes = [n for n, o in observed.items() if o.status == "raised" and o.error is not None and o.error.type in MEMORY_ERRORS]
+    memory_probes = [
+        n for n, o in observed.items()
+        if o.status == "raised" and o.error is not None
+        and (o.error.type in MEMORY_ERRORS or is_framework_memory_error(o.error.type, o.error.message))  # issue 6: torch / jax
+    ]
     if memory_probes and not any(d.name == "memory-limit" for d in diagnoses):
         diagnoses.append(Diagnosis.of("memory-limit", f"MemoryError on {memory_probes[0]} ({_shape_text(by_name[memory_probes[0]])})", {"probe": memory_probes[0]}, failed))
     for name in memory_probes:
