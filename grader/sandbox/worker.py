@@ -11,10 +11,7 @@ stdout and stderr on a capped pipe the grader reads, in a fresh empty working fo
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
-import linecache
 import os
 import resource
 import sys
@@ -25,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from grader.sandbox.forms import MASK_NAMES, call_arguments, import_submission, search_path  # issue 6
 from grader.sandbox.protocol import decode, encode
 
 MAX_TEXT = 2000
@@ -147,62 +145,13 @@ def describe_value(value: Any, prefix: str, depth: int = 0) -> tuple[dict[str, A
     return meta, arrays
 
 
-def _import_submission(path: str, plan: dict[str, Any]) -> types.ModuleType:
-    """Run the submission's code as a module. Besides a plain file, the grader may ask for
-    (issue 6, see grader/notebook.py and grader/entry.py):
-    * ``source``: a notebook's code cells joined into one text, run under the notebook's name;
-    * ``module``: a file inside a package of a repository, imported by its dotted name so that
-      its relative imports work."""
-    source = plan.get("source")
-    if isinstance(source, str):
-        module = types.ModuleType("submission")
-        module.__file__ = path
-        sys.modules["submission"] = module
-        # Tracebacks read code lines through linecache: give them the cells, not the JSON.
-        linecache.cache[path] = (len(source), None, source.splitlines(True), path)
-        exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - this is the sandbox
-        return module
-    dotted = plan.get("module")
-    if isinstance(dotted, str) and dotted:
-        return importlib.import_module(dotted)
-    spec = importlib.util.spec_from_file_location("submission", path)
-    if spec is None or spec.loader is None:
-        raise ImportError("cannot import this file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["submission"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _search_path(path: str, plan: dict[str, Any]) -> list[str]:
-    """The folders put first on sys.path; a package name that is already taken (numpy, grader, a
-    standard module) is never imported from the candidate: the file is then loaded on its own."""
-    dotted = plan.get("module")
-    if isinstance(dotted, str) and dotted:
-        top = dotted.split(".")[0]
-        try:
-            taken = top in sys.modules or importlib.util.find_spec(top) is not None
-        except (ImportError, ValueError):
-            taken = True
-        if taken:
-            plan["module"] = None
-    folders = plan.get("sys_path")
-    if isinstance(folders, list) and all(isinstance(f, str) for f in folders) and folders:
-        return list(folders)
-    return [os.path.dirname(os.path.abspath(path))]
-
-
-# Parameter names under which a mask is passed by keyword (issue 6); otherwise it goes fourth.
-MASK_NAMES = ("mask", "attn_mask", "attention_mask")
-
-
 def load_function(path: str, name: str, plan: dict[str, Any] | None = None) -> tuple[Callable[..., Any] | None, dict[str, Any]]:
     plan = dict(plan or {})
     submission_dir = plan.get("root") or os.path.dirname(os.path.abspath(path))
-    for folder in reversed(_search_path(path, plan)):
+    for folder in reversed(search_path(path, plan)):
         sys.path.insert(0, folder)
     try:
-        module = _import_submission(path, plan)
+        module = import_submission(path, plan)
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are load errors too
         return None, {"ok": False, "reason": "load-error", "error": describe_error(exc, submission_dir)}
     fn = getattr(module, name, None)
@@ -235,16 +184,6 @@ def load_function(path: str, name: str, plan: dict[str, Any] | None = None) -> t
         info["signature"] = None
         info["accepts_three"] = True  # builtins and C callables: find out by calling
     return fn, info
-
-
-def call_arguments(info: dict[str, Any], Q: Any, K: Any, V: Any, mask: Any, has_mask: bool) -> tuple[list[Any], dict[str, Any]]:
-    """Positional Q, K, V (names are never assumed); a mask by keyword when a parameter is named
-    like one, else fourth; None for a required mask when the probe has none (issue 6)."""
-    if not has_mask and not info.get("mask_required"):
-        return [Q, K, V], {}
-    if info.get("mask_keyword"):
-        return [Q, K, V], {info["mask_keyword"]: mask}
-    return [Q, K, V, mask], {}
 
 
 def apply_limits(limits: dict[str, Any]) -> None:
