@@ -38,27 +38,34 @@ def attention(Q: Array, K: Array, V: Array) -> Array:
     return np.matmul(attention_weights(Q, K), V)
 
 
-def _exact_rows(Q: list[list[float]], K: list[list[float]]) -> list[list[float]]:
+def _exact_rows(Q: list[list[float]], K: list[list[float]], keep: list[list[bool]] | None = None) -> list[list[float]]:
     d_k = len(Q[0])
     root = math.sqrt(d_k)
     weights: list[list[float]] = []
-    for q in Q:
+    for i, q in enumerate(Q):
         scores = [math.fsum(a * b for a, b in zip(q, k)) / root for k in K]
-        top = max(scores)
-        e = [math.exp(s - top) for s in scores]
+        # A masked key (issue 6) is a score of -inf: it takes no part in the maximum and gets
+        # exactly zero weight. Without a mask every key is kept and this is the plain softmax.
+        kept = keep[i] if keep is not None else [True] * len(scores)
+        if not any(kept):
+            weights.append([0.0] * len(scores))  # a fully masked row: defined as zeros (grader/masks.py)
+            continue
+        top = max(s for s, k in zip(scores, kept) if k)
+        e = [math.exp(s - top) if k else 0.0 for s, k in zip(scores, kept)]
         total = math.fsum(e)
         weights.append([x / total for x in e])
     return weights
 
 
-def exact_attention(Q: Array, K: Array, V: Array) -> tuple[Array, Array]:
-    """(weights, output) computed element by element with correctly rounded sums."""
+def exact_attention(Q: Array, K: Array, V: Array, mask: NDArray[np.bool_] | None = None) -> tuple[Array, Array]:
+    """(weights, output) computed element by element with correctly rounded sums; ``mask``
+    (True = keep, shape (..., T_q, T_k)) sets masked scores to -inf before the softmax."""
     batch_shape = Q.shape[:-2]
     tq, tk, dv = Q.shape[-2], K.shape[-2], V.shape[-1]
     weights = np.empty(batch_shape + (tq, tk), dtype=np.float64)
     output = np.empty(batch_shape + (tq, dv), dtype=np.float64)
     for index in np.ndindex(*batch_shape):
-        w = _exact_rows(Q[index].tolist(), K[index].tolist())
+        w = _exact_rows(Q[index].tolist(), K[index].tolist(), None if mask is None else mask[index].tolist())
         v = V[index].tolist()
         weights[index] = w
         output[index] = [[math.fsum(w_row[j] * v[j][c] for j in range(tk)) for c in range(dv)] for w_row in w]

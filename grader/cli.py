@@ -60,13 +60,28 @@ def cli() -> None:
 @click.option("--explain", "explain", metavar="NAME", help="Print the full explanation of a diagnosis (name or code) and exit.")
 @click.option("--sandbox-info", "sandbox_info", is_flag=True, help="Print which isolation layers work on this machine and exit.")
 @click.option("--strict-sandbox", "strict_sandbox", is_flag=True, help="Refuse to grade (exit 2) unless network, filesystem and process isolation are all active.")
-def check_command(paths: tuple[Path, ...], fmt: str, function: str | None, suite_path: Path | None, timeout: float | None, memory: int | None, explain: str | None, sandbox_info: bool, strict_sandbox: bool) -> None:
-    """Grade submission files that define attention(Q, K, V).
+@click.option("--candidate", "candidates", multiple=True, type=click.Path(path_type=Path), metavar="DIR", help="Grade DIR as one candidate's checkout: the suite's `entry`, else attention.py / solution.py in DIR.")
+@click.option("--framework", "framework", type=click.Choice(("auto", "numpy", "torch", "jax")), help="Arrays the function receives (default: the suite's, auto = from its imports).")
+def check_command(
+    paths: tuple[Path, ...],
+    fmt: str,
+    function: str | None,
+    suite_path: Path | None,
+    timeout: float | None,
+    memory: int | None,
+    explain: str | None,
+    sandbox_info: bool,
+    strict_sandbox: bool,
+    candidates: tuple[Path, ...],
+    framework: str | None,
+) -> None:
+    """Grade submissions that define attention(Q, K, V): .py files, notebooks (.ipynb), or
+    candidate checkouts (--candidate DIR).
 
     \b
     Exit codes: 0 every submission passed, 1 a submission failed, 2 usage error (bad path,
     option, suite or references), 3 internal error of the grader.
-    Also: `grade explain NAME`, `grade references --verify | --regenerate`.
+    Also: `grade explain NAME`, `grade references --verify | --regenerate`, `grade suite new PATH`.
     """
     if explain:
         _explain(explain)
@@ -74,25 +89,41 @@ def check_command(paths: tuple[Path, ...], fmt: str, function: str | None, suite
     if sandbox_info:
         _sandbox_info(fmt)
         return
-    if not paths:
+    if not paths and not candidates:
         raise UsageError("no submission given; try: grade path/to/submission.py")
     from grader.api import Options, check_path, grade_file, prepare  # late: `grade --help` stays fast
     from grader.suite import load_suite
 
     for path in paths:
         check_path(path)
+    _check_candidates(candidates)
     if strict_sandbox:
         _require_isolation()
     suite = load_suite(suite_path) if suite_path else None
-    prepared = prepare(suite, Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox))
+    options = Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox, framework=framework)
+    prepared = prepare(suite, options)
     reporter = _reporter(fmt, prepared.suite.name, prepared.suite.max_score)
     all_passed = True
-    for path in paths:
-        report = grade_file(path, prepared)
+    for report in [*(grade_file(p, prepared) for p in paths), *_grade_candidates(candidates, prepared)]:
         reporter.add(report)
         all_passed = all_passed and report.passed
     reporter.finish()
     sys.exit(ExitCode.OK if all_passed else ExitCode.FAILED)
+
+
+# ---- issue 6: minimal `--candidate DIR` (issue 4's folder discovery replaces it at merge) ----
+
+
+def _check_candidates(candidates: tuple[Path, ...]) -> None:
+    for folder in candidates:
+        if not folder.is_dir():
+            raise UsageError(f"{folder}: --candidate needs a folder (a candidate's checkout)")
+
+
+def _grade_candidates(candidates: tuple[Path, ...], prepared: Any) -> Any:
+    from grader.api import grade_candidate_minimal
+
+    return (grade_candidate_minimal(folder, prepared) for folder in candidates)
 
 
 def _reporter(fmt: str, suite_name: str, max_score: float) -> Any:
@@ -173,6 +204,32 @@ def references_command(action: str, suite_path: Path | None, out: Path | None) -
     else:
         refs = load_references(suite)
         click.echo(f"{len(refs.cases)} cases verified in {refs.directory}")
+
+
+@cli.group("suite")
+def suite_group() -> None:
+    """Write or check a suite: the YAML file that says what a take-home asks for."""
+
+
+@suite_group.command("new")
+@click.argument("path", type=click.Path(path_type=Path))
+def suite_new_command(path: Path) -> None:
+    """Write a commented starter suite to PATH (never overwrites an existing file)."""
+    from grader.starter import write_starter
+
+    write_starter(path)
+    click.echo(f"wrote {path}; next: edit it, then `grade references --regenerate --suite {path}`")
+
+
+@suite_group.command("check")
+@click.argument("path", type=click.Path(path_type=Path))
+def suite_check_command(path: Path) -> None:
+    """Validate a suite file (exit 2 with the line and key of the first mistake)."""
+    from grader.suite import load_suite
+
+    suite = load_suite(path)
+    off = f"; turned off: {', '.join(suite.disabled)}" if suite.disabled else ""
+    click.echo(f"{path}: valid suite '{suite.name}': {len(suite.cases)} cases, {len(suite.checks)} checks, {suite.max_score:g} points{off}")
 
 
 def fail(message: str, code: ExitCode) -> NoReturn:

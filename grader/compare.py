@@ -84,7 +84,7 @@ def compare(actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance) -> M
             mismatched=mismatched,
             total=int(e.size),
             max_abs=float(np.max(np.where(bad, diff, 0.0))) if not np.isnan(diff[bad]).any() else float("nan"),
-            max_rel=float(np.nanmax(rel)) if rel.size else 0.0,
+            max_rel=float(np.nanmax(rel)) if np.any(~np.isnan(rel)) else float("nan"),  # NaN-only rows: no warning
             worst_index=worst,
             actual=float(a[worst]),
             expected=float(e[worst]),

@@ -27,6 +27,14 @@ class ErrorInfo:
     line: int | None = None
     file: str | None = None
     frames: tuple[dict[str, Any], ...] = ()
+    cell: int | None = None  # issue 6: in a notebook, the cell that holds ``line`` (from 1)
+
+    @property
+    def where(self) -> str:
+        """'line 7', or 'cell 3, line 2' in a notebook; '' when the line is unknown."""
+        if self.line is None:
+            return ""
+        return f"cell {self.cell}, line {self.line}" if self.cell is not None else f"line {self.line}"
 
     @property
     def short(self) -> str:
@@ -45,6 +53,8 @@ class Value:
     items: tuple[Value, ...] | None = None  # for tuples and lists
     list_array: np.ndarray | None = None  # a list that converts to a numeric array
     repr: str = ""
+    # issue 6: for a returned (output, weights) pair, ``array`` is the output and this the weights
+    weights: np.ndarray | None = None
 
     @property
     def is_array(self) -> bool:

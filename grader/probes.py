@@ -28,6 +28,7 @@ class Probe:
     V: np.ndarray
     repeat: int = 1
     return_inputs: bool = False
+    mask: np.ndarray | None = None  # issue 6: a boolean mask (True = keep) of shape (..., T_q, T_k)
 
 
 def identity_values(tk: int, batch: tuple[int, ...]) -> np.ndarray:
@@ -44,6 +45,12 @@ def build_probes(suite: Suite, refs: ReferenceSet) -> list[Probe]:
     for check in suite.checks:
         for case_name in check.cases:
             data = refs.cases[case_name]
+            if check.kind == "mask":  # issue 6: masked cases have their own probes
+                from grader.masks import mask_probes
+
+                for probe in mask_probes(data):
+                    probes.setdefault(probe.name, probe)
+                continue
             for kind, V in (("values", data.V), ("identity", identity_values(data.case.shape.tk, data.case.shape.batch))):
                 name = probe_name(case_name, kind)
                 if name not in probes:

@@ -21,6 +21,7 @@ import numpy as np
 
 from grader.attention import exact_attention
 from grader.errors import ReferenceDataError
+from grader.masks import case_mask
 from grader.suite import Case, Suite, load_suite
 
 MANIFEST = "manifest.json"
@@ -90,7 +91,7 @@ def build_files(suite: Suite) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for name, case in sorted(suite.cases.items()):
         Q, K, V = make_inputs(case)
-        weights, output = exact_attention(Q, K, V)
+        weights, output = exact_attention(Q, K, V, case_mask(case))  # issue 6: masked cases
         for label, array in zip(ARRAYS, (Q, K, V, weights, output)):
             files[f"{name}.{label}.npy"] = _npy_bytes(array)
     manifest = {

@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import yaml
 
+from grader.entry import Entry, parse_entry
 from grader.errors import SuiteError
 
-CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch")
+CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch", "mask")
 SEVERITIES = ("error", "warning", "off")
+# issue 6: check groups a task author turns on or off with `groups:`; load and shape always run.
+GROUP_OF_KIND = {"weights": "values", "outputs": "values", "batch": "batch", "mask": "masks"}
+GROUPS = ("values", "batch", "masks")
+FRAMEWORK_SETTINGS = ("auto", "numpy", "torch", "jax")
 
 
 @dataclass(frozen=True)
@@ -52,10 +57,26 @@ class Shape:
 
 
 @dataclass(frozen=True)
+class MaskSpec:
+    """A boolean mask (True = keep) of the scores' shape (..., T_q, T_k), see grader/masks.py.
+
+    * causal: query i keeps keys 0..i (aligned at the top left, as np.tril(ones((T_q, T_k))));
+    * padding: batch element b keeps its first ``lengths[b]`` keys (every head alike).
+    """
+
+    kind: Literal["causal", "padding"]
+    lengths: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        return "causal mask" if self.kind == "causal" else f"padding mask (key lengths {list(self.lengths)})"
+
+
+@dataclass(frozen=True)
 class Case:
     name: str
     seed: int
     shape: Shape
+    mask: MaskSpec | None = None  # issue 6
 
 
 @dataclass(frozen=True)
@@ -95,6 +116,10 @@ class Suite:
     severity: dict[str, str] = field(default_factory=dict)
     source: Path | None = None
     references: Path | None = None
+    # issue 6: where the function is in a candidate's folder, which arrays it takes, what is off
+    entry: Entry | None = None
+    framework: str = "auto"
+    disabled: tuple[str, ...] = ()  # ids of the checks turned off (by `groups:` or `enabled: false`)
 
     @property
     def max_score(self) -> float:
@@ -102,10 +127,13 @@ class Suite:
 
     def digest(self) -> str:
         """Identifies what the stored references depend on: the cases and nothing else."""
-        cases = {
+        cases: dict[str, dict[str, Any]] = {
             n: {"seed": c.seed, "batch": list(c.shape.batch), "tq": c.shape.tq, "tk": c.shape.tk, "dk": c.shape.dk, "dv": c.shape.dv}
             for n, c in sorted(self.cases.items())
         }
+        for n, c in self.cases.items():
+            if c.mask is not None:  # only masked cases carry the key: unmasked digests stay as they were
+                cases[n]["mask"] = {"kind": c.mask.kind, "lengths": list(c.mask.lengths)}
         return hashlib.sha256(json.dumps(cases, sort_keys=True).encode()).hexdigest()
 
     def fingerprint(self) -> str:
@@ -117,6 +145,8 @@ class Suite:
             "tolerance": (self.tolerance.rtol, self.tolerance.atol),
             "severity": sorted(self.severity.items()),
             "version": self.version,
+            "entry": str(self.entry) if self.entry else None,
+            "framework": self.framework,
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -203,7 +233,7 @@ def _str(doc: _Doc, value: Any, path: tuple[str, ...]) -> str:
 
 def _case(doc: _Doc, name: str, raw: Any) -> Case:
     path = ("cases", name)
-    raw = _mapping(doc, raw, path, {"seed": True, "shape": True})
+    raw = _mapping(doc, raw, path, {"seed": True, "shape": True, "mask": False})
     shape_raw = _mapping(doc, raw["shape"], path + ("shape",), {"batch": False, "tq": True, "tk": True, "dk": True, "dv": True})
     batch_raw = shape_raw.get("batch", [])
     if not isinstance(batch_raw, list):
@@ -218,12 +248,38 @@ def _case(doc: _Doc, name: str, raw: Any) -> Case:
         total *= n
     if total > 4_000_000 or max(sizes.values()) > 4096:
         raise doc.error(path + ("shape",), "case too large (keep each array under 4 million elements, sizes under 4096)")
-    return Case(name=name, seed=_int(doc, raw["seed"], path + ("seed",)), shape=shape)
+    mask = _mask(doc, raw["mask"], path + ("mask",), shape) if "mask" in raw else None
+    return Case(name=name, seed=_int(doc, raw["seed"], path + ("seed",)), shape=shape, mask=mask)
+
+
+def _mask(doc: _Doc, raw: Any, path: tuple[str, ...], shape: Shape) -> MaskSpec:
+    """``causal`` or ``{padding: [key lengths, one per batch element]}``. No row may end up with
+    every key masked: what attention means there is not defined, so it is never graded."""
+    if raw == "causal":
+        if shape.tk < 2:
+            raise doc.error(path, "a causal mask with T_k = 1 masks nothing; use T_k >= 2")
+        return MaskSpec("causal")
+    if not isinstance(raw, dict):
+        raise doc.error(path, f"expected 'causal' or a mapping {{padding: [lengths]}}, got {_kind(raw)} {raw!r}")
+    raw = _mapping(doc, raw, path, {"padding": True})
+    lengths_raw = raw["padding"]
+    if not isinstance(lengths_raw, list) or not lengths_raw:
+        raise doc.error(path + ("padding",), "expected a non-empty list of key lengths")
+    lengths = tuple(_int(doc, n, path + ("padding", str(i)), 1) for i, n in enumerate(lengths_raw))
+    want = shape.batch[0] if shape.batch else 1
+    if len(lengths) != want:
+        raise doc.error(path + ("padding",), f"expected {want} key length{'s' if want > 1 else ''} (one per batch element), got {len(lengths)}")
+    for i, n in enumerate(lengths):
+        if n > shape.tk:
+            raise doc.error(path + ("padding", str(i)), f"key length {n} is more than T_k = {shape.tk}")
+    if all(n == shape.tk for n in lengths):
+        raise doc.error(path + ("padding",), f"every key length is T_k = {shape.tk}, so the mask masks nothing")
+    return MaskSpec("padding", lengths)
 
 
 def _check(doc: _Doc, index: int, raw: Any, cases: dict[str, Case], earlier: list[str]) -> CheckSpec:
     path = ("checks", str(index))
-    raw = _mapping(doc, raw, path, {"id": True, "kind": False, "points": False, "case": False, "cases": False, "requires": False, "title": False})
+    raw = _mapping(doc, raw, path, {"id": True, "kind": False, "points": False, "case": False, "cases": False, "requires": False, "title": False, "enabled": False})
     check_id = _str(doc, raw["id"], path + ("id",))
     if check_id in earlier:
         raise doc.error(path + ("id",), f"check id '{check_id}' is used twice")
@@ -244,6 +300,13 @@ def _check(doc: _Doc, index: int, raw: Any, cases: dict[str, Case], earlier: lis
             raise doc.error(path + ("cases", str(i)) if "cases" in raw else path + ("case",), f"unknown case '{n}'")
     if kind != "load" and not names:
         raise doc.error(path, f"a '{kind}' check needs 'case' or 'cases'")
+    if kind == "mask":
+        for n in names:
+            if cases[n].mask is None:
+                raise doc.error(path, f"case '{n}' has no mask; a mask check needs cases with `mask:`")
+    elif any(cases[n].mask is not None for n in names):
+        masked = next(n for n in names if cases[n].mask is not None)
+        raise doc.error(path, f"case '{masked}' has a mask; only a 'mask' check takes masked cases")
     if kind == "batch":
         for n in names:
             if not cases[n].shape.batch:
@@ -260,6 +323,8 @@ def _check(doc: _Doc, index: int, raw: Any, cases: dict[str, Case], earlier: lis
         if r not in earlier:
             raise doc.error(path + ("requires", str(i)), f"'{r}' is not a check listed before '{check_id}'")
     title = raw.get("title", check_id)
+    if "enabled" in raw:
+        _typed(doc, raw["enabled"], path + ("enabled",), lambda v: isinstance(v, bool), "true or false")
     return CheckSpec(
         id=check_id,
         kind=kind,
@@ -294,7 +359,10 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
         doc,
         raw,
         (),
-        {"version": True, "name": True, "function": False, "cases": True, "checks": True, "tolerance": False, "limits": False, "severity": False, "references": False},
+        {
+            "version": True, "name": True, "function": False, "cases": True, "checks": True, "tolerance": False, "limits": False,
+            "severity": False, "references": False, "entry": False, "framework": False, "groups": False,
+        },
     )
     version = _int(doc, top["version"], ("version",), 1)
     if not isinstance(top["cases"], dict) or not top["cases"]:
@@ -305,6 +373,7 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
     checks: list[CheckSpec] = []
     for i, raw_check in enumerate(top["checks"]):
         checks.append(_check(doc, i, raw_check, cases, [c.id for c in checks]))
+    checks, disabled = _enabled_checks(doc, top, checks)
     tol_raw = _mapping(doc, top.get("tolerance", {}), ("tolerance",), {"rtol": False, "atol": False})
     tolerance = Tolerance(
         rtol=_number(doc, tol_raw.get("rtol", 1e-4), ("tolerance", "rtol")),
@@ -318,7 +387,11 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
     )
     sev_raw = _mapping(doc, top.get("severity", {}), ("severity",), {k: False for k in top.get("severity", {}) or {}})
     severity: dict[str, str] = {}
+    from grader.diagnosis.registry import BY_NAME  # late: the registry is not needed to read cases
+
     for key, value in sev_raw.items():
+        if key not in BY_NAME:
+            raise doc.error(("severity", key), f"unknown diagnosis '{key}' (see `grade explain NAME`; known: {', '.join(BY_NAME)})")
         value = _str(doc, value, ("severity", key))
         if value not in SEVERITIES:
             raise doc.error(("severity", key), f"expected one of {', '.join(SEVERITIES)}, got '{value}'")
@@ -327,10 +400,23 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
     if "references" in top:
         ref = Path(_str(doc, top["references"], ("references",)))
         references = ref if ref.is_absolute() or base is None else base / ref
+    function = _str(doc, top.get("function", "attention"), ("function",))
+    entry = None
+    if "entry" in top:
+        try:
+            entry = parse_entry(_str(doc, top["entry"], ("entry",)))
+        except ValueError as exc:
+            raise doc.error(("entry",), str(exc)) from None
+        if entry.function and "function" in top and entry.function != function:
+            raise doc.error(("entry",), f"names function '{entry.function}' but `function:` says '{function}'")
+        function = entry.function or function
+    framework = _str(doc, top.get("framework", "auto"), ("framework",))
+    if framework not in FRAMEWORK_SETTINGS:
+        raise doc.error(("framework",), f"expected one of {', '.join(FRAMEWORK_SETTINGS)}, got '{framework}'")
     return Suite(
         name=_str(doc, top["name"], ("name",)),
         version=version,
-        function=_str(doc, top.get("function", "attention"), ("function",)),
+        function=function,
         cases=cases,
         checks=tuple(checks),
         tolerance=tolerance,
@@ -338,7 +424,27 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
         severity=severity,
         source=Path(source),
         references=references,
+        entry=entry,
+        framework=framework,
+        disabled=disabled,
     )
+
+
+def _enabled_checks(doc: _Doc, top: dict[str, Any], checks: list[CheckSpec]) -> tuple[list[CheckSpec], tuple[str, ...]]:
+    """Drop the checks whose group is off (``groups: {batch: false}``) or that say
+    ``enabled: false``. A requirement on a dropped check is dropped with it: what does not run
+    cannot block anything."""
+    groups_raw = _mapping(doc, top.get("groups", {}), ("groups",), {g: False for g in GROUPS})
+    groups = {g: _typed(doc, v, ("groups", g), lambda x: isinstance(x, bool), "true or false") for g, v in groups_raw.items()}
+    off = set()
+    for i, spec in enumerate(checks):
+        own = top["checks"][i].get("enabled", True)
+        if not own or not groups.get(GROUP_OF_KIND.get(spec.kind, ""), True):
+            off.add(spec.id)
+    kept = [replace(c, requires=tuple(r for r in c.requires if r not in off)) for c in checks if c.id not in off]
+    if not kept:
+        raise doc.error(("checks",), "every check is turned off; at least one must run")
+    return kept, tuple(c.id for c in checks if c.id in off)
 
 
 def load_suite(path: Path) -> Suite:

@@ -12,6 +12,8 @@ from grader.report.model import Report
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "submissions_example"
 CORPUS = Path(__file__).resolve().parent / "corpus"
+# Candidate repositories in the corpus carry their own tests/test_*.py: submissions, not our tests.
+collect_ignore_glob = ["corpus/*"]
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ test_hostile.py (through the `grade` command, in every privilege mode this machi
 from __future__ import annotations
 
 import re
+import time
 import subprocess
 import sys
 from dataclasses import replace
@@ -94,7 +95,9 @@ def test_the_worker_never_imports_the_reference_implementation() -> None:
     may know the answers (the reference attention, the references, the checks)."""
     code = "import sys; sys.path.insert(0, sys.argv[1]); import grader.sandbox.worker; print(' '.join(sorted(m for m in sys.modules if m.startswith('grader'))))"
     loaded = subprocess.run([sys.executable, "-I", "-c", code, str(ROOT)], capture_output=True, text=True, timeout=60, check=True).stdout.split()
-    assert loaded == ["grader", "grader.sandbox", "grader.sandbox.isolation", "grader.sandbox.protocol", "grader.sandbox.worker"]
+    # The framework adapter and the loading of submission forms hold no answers either.
+    expected = ["grader", "grader.frameworks", "grader.sandbox", "grader.sandbox.forms", "grader.sandbox.isolation", "grader.sandbox.protocol", "grader.sandbox.worker"]
+    assert loaded == expected
 
 
 class LiesAboutSize(np.ndarray):
@@ -127,3 +130,22 @@ def test_the_threat_model_lists_every_layer() -> None:
     assert len(documented) == len(set(documented))
     # user-namespace is only reported where it is needed: when the grader is not root.
     assert reported <= set(documented) and set(documented) - reported <= {"user-namespace"}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_forged_ready_message_buys_no_time(prepared: Prepared) -> None:
+    """"ready" (which starts a framework submission's clock) is accepted only once, before
+    loading, and only for a framework worker: forging it cannot reset the deadline."""
+    started = time.monotonic()
+    quick = replace(prepared, limits=replace(prepared.limits, timeout_s=1.5))
+    report = grade_file(Path(__file__).resolve().parent / "hostile_framework" / "forge_ready.py", quick)
+    assert time.monotonic() - started < 6
+    assert not report.passed
+    assert report.worker_status in ("protocol-error", "timeout")

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from grader.checks.base import Check, CheckContext, CheckResult, result
 from grader.checks.load import LoadCheck
+from grader.checks.mask import MaskCheck
 from grader.checks.shape import ShapeCheck
 from grader.checks.values import BatchCheck, OutputsCheck, WeightsCheck
 from grader.observation import WorkerRun
 from grader.refdata import ReferenceSet
 from grader.suite import Suite
 
-REGISTRY: dict[str, Check] = {check.kind: check for check in (LoadCheck(), ShapeCheck(), WeightsCheck(), OutputsCheck(), BatchCheck())}
+REGISTRY: dict[str, Check] = {check.kind: check for check in (LoadCheck(), ShapeCheck(), WeightsCheck(), OutputsCheck(), BatchCheck(), MaskCheck())}
 
 
 def run_checks(suite: Suite, refs: ReferenceSet, run: WorkerRun) -> list[CheckResult]:

@@ -96,7 +96,7 @@ def returned_array(obs: Observation | None, ctx: CheckContext, expected_shape: t
         return None, no_result(ctx)
     if obs.status == "raised":
         assert obs.error is not None
-        where = f" (line {obs.error.line})" if obs.error.line else ""
+        where = f" ({obs.error.where})" if obs.error.line else ""
         return None, f"raised {obs.error.short}{where}"
     value = obs.value
     assert value is not None

@@ -22,5 +22,5 @@ class LoadCheck:
             found = f"; callables found: {', '.join(load.available)}" if load.available else ""
             return result(spec, "failed", f"no callable named '{function}'{found}")
         assert load.error is not None
-        where = f" at line {load.error.line}" if load.error.line else ""
+        where = f" at {load.error.where}" if load.error.line else ""
         return result(spec, "failed", f"importing the file raised {load.error.short}{where}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from grader.checks.base import CaseResult, CheckContext, CheckResult, compare_probe, summarise
 from grader.probes import probe_name
+from grader.returns import returned_weights_results
 from grader.suite import CheckSpec
 
 
@@ -16,7 +17,9 @@ class WeightsCheck:
     kind = "weights"
 
     def run(self, spec: CheckSpec, ctx: CheckContext) -> CheckResult:
-        return summarise(spec, [compare_probe(ctx, c, probe_name(c, "identity"), "weights", ctx.refs.cases[c].weights) for c in spec.cases])
+        cases = [compare_probe(ctx, c, probe_name(c, "identity"), "weights", ctx.refs.cases[c].weights) for c in spec.cases]
+        # issue 6: weights the function returns beside its output are checked directly too
+        return summarise(spec, cases + returned_weights_results(ctx, spec.cases))
 
 
 class OutputsCheck:
@@ -35,4 +38,4 @@ class BatchCheck:
             data = ctx.refs.cases[c]
             cases.append(compare_probe(ctx, c, probe_name(c, "values"), "output", data.output))
             cases.append(compare_probe(ctx, c, probe_name(c, "identity"), "weights", data.weights))
-        return summarise(spec, cases)
+        return summarise(spec, cases + returned_weights_results(ctx, spec.cases))  # issue 6

@@ -26,8 +26,10 @@ import numpy as np
 from grader.checks.base import CheckResult
 from grader.compare import close, compare
 from grader.diagnosis.catalogue import REFERENCE, Variant, all_variants
+from grader.diagnosis.masks import mask_diagnoses
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.scale_fit import fit_scale, row_shape
+from grader.frameworks import is_framework_memory_error
 from grader.observation import Observation, WorkerRun
 from grader.probes import Probe
 from grader.suite import Suite, Tolerance
@@ -100,9 +102,14 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
         return [Diagnosis.of("function-missing", f"{suite.function}{load.signature} cannot be called with three arrays: {load.signature_error}", {"signature": load.signature}, failed)]
 
     by_name = {p.name: p for p in probes}
-    observed = {name: obs for (name, call), obs in run.observations.items() if call == 0 and name in by_name}
+    # issue 6: masked probes are judged apart (grader/diagnosis/masks.py): the catalogue has no masks
+    observed = {name: obs for (name, call), obs in run.observations.items() if call == 0 and name in by_name and by_name[name].mask is None}
     diagnoses = list(early)
-    memory_probes = [n for n, o in observed.items() if o.status == "raised" and o.error is not None and o.error.type in MEMORY_ERRORS]
+    memory_probes = [
+        n for n, o in observed.items()
+        if o.status == "raised" and o.error is not None
+        and (o.error.type in MEMORY_ERRORS or is_framework_memory_error(o.error.type, o.error.message))  # issue 6: torch / jax
+    ]
     if memory_probes and not any(d.name == "memory-limit" for d in diagnoses):
         diagnoses.append(Diagnosis.of("memory-limit", f"MemoryError on {memory_probes[0]} ({_shape_text(by_name[memory_probes[0]])})", {"probe": memory_probes[0]}, failed))
     for name in memory_probes:
@@ -111,6 +118,9 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
     evidence = _Evidence(suite, by_name, observed, {})
     for found in _explain(evidence, failed):
         if not any(d.name == found.name for d in diagnoses):  # one entry per mistake, first evidence wins
+            diagnoses.append(found)
+    for found in mask_diagnoses(suite, probes, run, failed, {d.name for d in diagnoses}):  # issue 6
+        if not any(d.name == found.name for d in diagnoses):
             diagnoses.append(found)
     if failed and not any(d.severity == "error" for d in diagnoses):
         diagnoses.append(_unexplained(checks, failed))
@@ -147,8 +157,8 @@ def _load_failure(suite: Suite, run: WorkerRun) -> Diagnosis:
         return Diagnosis.of("function-missing", f"no callable named '{suite.function}'{found}", {"available": list(load.available)}, ("load",))
     error = load.error
     assert error is not None
-    where = f" at line {error.line}" if error.line else ""
-    return Diagnosis.of("load-error", f"importing the file raised {clip(error.short)}{where}", {"exception": error.type, "message": error.message, "line": error.line}, ("load",))
+    where = f" at {error.where}" if error.line else ""
+    return Diagnosis.of("load-error", f"importing the file raised {clip(error.short)}{where}", {"exception": error.type, "message": error.message, "line": error.line, **({"cell": error.cell} if error.cell else {})}, ("load",))
 
 
 def _explain(ev: _Evidence, failed: tuple[str, ...]) -> list[Diagnosis]:
@@ -263,7 +273,7 @@ def _unexplained_probes(ev: _Evidence, names: list[str], failed: tuple[str, ...]
         obs = ev.observed[name]
         if obs.status == "raised":
             assert obs.error is not None
-            where = f" at line {obs.error.line}" if obs.error.line else ""
+            where = f" at {obs.error.where}" if obs.error.line else ""
             return [Diagnosis.of("crash", f"raises {clip(obs.error.short)}{where} on valid input {_shape_text(ev.probes[name])}", {"probe": name, "exception": obs.error.type, "exception_message": obs.error.message, "line": obs.error.line}, failed)]
     for name in names:
         obs = ev.observed[name]

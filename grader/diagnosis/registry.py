@@ -145,6 +145,40 @@ RULES: tuple[Rule, ...] = (
         example="scores = Q @ K.T / np.sqrt(d_k)",
         instead="scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)",
     ),
+    # ---- issue 6: masks (judged by grader/diagnosis/masks.py; only suites with mask checks) ----
+    Rule(
+        code="M501",
+        name="mask-ignored",
+        severity="error",
+        title="The mask has no effect: masked keys get the same weight as without it.",
+        fix="scores = np.where(mask, scores, -np.inf) before the softmax (True = keep).",
+        what="Masked cases (causal, padding) are run with V = identity, so the output is the weight matrix; it is compared with the submission's own weights for the same Q and K under a mask that keeps every key. Identical weights mean the mask was not applied.",
+        why="A causal mask keeps a decoder from reading future tokens and a padding mask keeps queries off padding; ignored, the model attends to what it must not see, silently, since the shapes stay right.",
+        example="def attention(Q, K, V, mask=None):\n      return softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)) @ V   # mask never used",
+        instead="scores = np.where(mask, scores, -np.inf); weights = softmax(scores)",
+    ),
+    Rule(
+        code="M502",
+        name="mask-after-softmax",
+        severity="error",
+        title="The mask is applied to the weights after the softmax, so rows no longer sum to 1.",
+        fix="Mask the scores before the softmax: scores = np.where(mask, scores, -np.inf).",
+        what="The masked weights equal the unmasked weights with masked keys set to zero and nothing renormalised: masked keys get 0 but each row sums to less than 1.",
+        why="Attention weights are a probability distribution over the kept keys. Zeroing them after normalising shrinks every row by the weight that fell on masked keys, so outputs are scaled down unevenly, most for queries that attend most to masked positions.",
+        example="weights = softmax(scores) * mask",
+        instead="weights = softmax(np.where(mask, scores, -np.inf))",
+    ),
+    Rule(
+        code="M503",
+        name="mask-inverted",
+        severity="error",
+        title="True and False of the mask are swapped: kept keys are masked and masked keys kept.",
+        fix="True means keep: scores = np.where(mask, scores, -np.inf) (not np.where(mask, -np.inf, scores)).",
+        what="The weights equal the reference's softmax over the keys the mask says to drop, with zero weight on the keys it says to keep.",
+        why="Conventions differ (PyTorch's boolean attn_mask uses True = take part, some code uses True = pad); swapped, a causal model reads only the future and a padded batch attends only to padding.",
+        example="scores = np.where(mask, -np.inf, scores)",
+        instead="scores = np.where(mask, scores, -np.inf)",
+    ),
 )
 
 BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}

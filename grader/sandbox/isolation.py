@@ -105,6 +105,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "GUARANTEES",
+    "LAYER_NAMES",
     "Layer",
     "Policy",
     "apply_isolation",
@@ -122,6 +123,23 @@ class Layer:
     name: str  # "rlimits", "no-new-privs", "landlock-fs", ...
     active: bool
     detail: str  # why inactive, or what it does
+
+
+# The layers apply_isolation(only=...) can select; the rest (single-threaded, user-namespace,
+# pid-namespace) are preconditions or means, reported but not selected.
+LAYER_NAMES: tuple[str, ...] = (
+    "session",
+    "network-namespace",
+    "ipc-namespace",
+    "mount-namespace",
+    "rlimits",
+    "unprivileged-user",
+    "parent-death-signal",
+    "no-new-privs",
+    "landlock-fs",
+    "landlock-net",
+    "landlock-signal",
+)
 
 
 # The three guarantees the strict mode insists on, each with the one layer that gives it in full.

@@ -47,17 +47,18 @@ def hidden_paths(extra: Iterable[str | Path] = ()) -> tuple[str, ...]:
     return tuple(found)
 
 
-def readable_paths(submission: Path) -> tuple[str, ...]:
+def readable_paths(submission: Path, folders: tuple[str, ...] = ()) -> tuple[str, ...]:
     # The file itself too: the worker checks every readable path against the permission bits
-    # before it gives up root, and a 0600 file in a 0755 folder must count.
-    return (*default_readable_paths(str(submission.parent)), str(submission))
+    # before it gives up root, and a 0600 file in a 0755 folder must count. ``folders`` are the
+    # candidate's import folders (a repository's root or src/) when the file is in a package.
+    return (*default_readable_paths(str(submission.parent), *folders), str(submission))
 
 
-def request_meta(submission: Path, workdir: str, settings: SandboxSettings) -> dict[str, Any]:
+def request_meta(submission: Path, workdir: str, settings: SandboxSettings, folders: tuple[str, ...] = ()) -> dict[str, Any]:
     """The "sandbox" part of a worker request (``submission`` resolved)."""
     return {
         "workdir": workdir,
-        "readable": list(readable_paths(submission)),
+        "readable": list(readable_paths(submission, folders)),
         "hidden": list(hidden_paths(settings.hidden)),
         "processes": settings.processes,
         "open_files": settings.open_files,

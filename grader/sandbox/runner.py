@@ -53,6 +53,10 @@ BASE_ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
+    # glibc gives every thread that allocates its own malloc arena, reserving 64 MiB of address
+    # space each: a framework with a thread pool (JAX starts about 17 threads) would exhaust the
+    # address-space limit on reservations alone.
+    "MALLOC_ARENA_MAX": "2",
 }
 
 
@@ -69,14 +73,18 @@ class WorkerLimits:
     output_bytes: int = 64 * 1024
     result_bytes: int = 256 * 1024 * 1024
     file_bytes: int = 64 * 1024 * 1024
+    # issue 6: time to import torch / jax before the submission's own clock starts (at "ready").
+    startup_s: float = 0.0
 
 
-def build_request(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits, sandbox: dict[str, Any]) -> bytes:
+def build_request(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits, sandbox: dict[str, Any], how: dict[str, Any] | None = None) -> bytes:
     arrays = {}
     for probe in probes:
         arrays[f"{probe.name}.Q"] = probe.Q
         arrays[f"{probe.name}.K"] = probe.K
         arrays[f"{probe.name}.V"] = probe.V
+        if probe.mask is not None:  # issue 6: masked probes
+            arrays[f"{probe.name}.mask"] = probe.mask
     meta = {
         "submission": str(submission),
         "function": function,
@@ -87,6 +95,7 @@ def build_request(submission: Path, function: str, probes: list[Probe], limits: 
             "file_bytes": limits.file_bytes,
         },
         "sandbox": sandbox,
+        **(how or {}),  # "framework" and the load "plan" (notebook source, package module)
     }
     return encode(meta, arrays)
 
@@ -170,7 +179,14 @@ def _stop(pid: int) -> None:
     _kill_group(pid)
 
 
-def run_submission(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits, sandbox: SandboxSettings | None = None) -> WorkerRun:
+def run_submission(
+    submission: Path,
+    function: str,
+    probes: list[Probe],
+    limits: WorkerLimits,
+    sandbox: SandboxSettings | None = None,
+    how: dict[str, Any] | None = None,
+) -> WorkerRun:
     """Run one submission on ``probes`` in a fresh worker process. Raises SandboxError only when
     the worker cannot be started at all, and SandboxUnavailable in strict mode when the worker
     lacked a guarantee (it then never loaded the submission); everything the submission does is
@@ -178,7 +194,9 @@ def run_submission(submission: Path, function: str, probes: list[Probe], limits:
     sandbox = sandbox or SandboxSettings()
     workdir = tempfile.mkdtemp(prefix="grader-work-")
     resolved = submission.resolve()
-    request = build_request(resolved, function, probes, limits, request_meta(resolved, workdir, sandbox))
+    plan = (how or {}).get("plan") or {}
+    folders = tuple(str(f) for f in [plan.get("root"), *(plan.get("sys_path") or [])] if isinstance(f, str) and f)
+    request = build_request(resolved, function, probes, limits, request_meta(resolved, workdir, sandbox, folders), how)
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
     started = time.monotonic()
@@ -218,7 +236,8 @@ def run_submission(submission: Path, function: str, probes: list[Probe], limits:
 
 def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, started: float) -> WorkerRun:
     assert proc.stdout is not None
-    deadline = started + limits.timeout_s
+    deadline = started + limits.timeout_s + limits.startup_s
+    ready = False
     sink = _OutputSink(limits.output_bytes)
     stream = _ResultStream(limits.result_bytes)
     load: LoadInfo | None = None
@@ -257,6 +276,14 @@ def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, s
                             if sandbox is not None or load is not None:
                                 raise MalformedMessage("a second sandbox report")
                             sandbox = parse_sandbox(meta)
+                        elif kind == "ready":
+                            # The framework is imported; the submission's clock starts now. Accepted
+                            # once, before loading, and only when a framework was asked for, so a
+                            # submission cannot forge it to win more time.
+                            if ready or load is not None or not limits.startup_s:
+                                raise MalformedMessage("unexpected ready message")
+                            ready = True
+                            deadline = time.monotonic() + limits.timeout_s
                         elif kind == "loaded":
                             load = parse_load(meta)
                         elif kind == "result":

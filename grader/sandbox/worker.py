@@ -20,7 +20,6 @@ implementation, the references or the checks, so they are not in its memory eith
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import os
 import sys
@@ -31,7 +30,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.sandbox.isolation import Layer, Policy, apply_isolation, missing_guarantees, relay_exit, run_in_pid_namespace
+from grader.frameworks import relative_limits, worker_adapter
+from grader.sandbox.forms import MASK_NAMES, call_arguments, import_submission, search_path
+from grader.sandbox.isolation import LAYER_NAMES, Layer, Policy, apply_isolation, missing_guarantees, relay_exit, run_in_pid_namespace
 from grader.sandbox.protocol import decode, encode
 
 # The folder BOOT put first on sys.path to import this package (see runner.WORKER_BOOT).
@@ -161,44 +162,51 @@ def describe_value(value: Any, prefix: str, depth: int = 0) -> tuple[dict[str, A
     return meta, arrays
 
 
-def load_function(path: str, name: str) -> tuple[Callable[..., Any] | None, dict[str, Any]]:
-    submission_dir = os.path.dirname(os.path.abspath(path))
-    sys.path.insert(0, submission_dir)
-    spec = importlib.util.spec_from_file_location("submission", path)
-    if spec is None or spec.loader is None:
-        return None, {"ok": False, "reason": "load-error", "error": {"type": "ImportError", "message": "cannot import this file", "line": None, "file": None, "frames": []}}
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["submission"] = module
+def load_function(path: str, name: str, plan: dict[str, Any] | None = None) -> tuple[Callable[..., Any] | None, dict[str, Any]]:
+    plan = dict(plan or {})
+    submission_dir = plan.get("root") or os.path.dirname(os.path.abspath(path))
+    for folder in reversed(search_path(path, plan)):
+        sys.path.insert(0, folder)
     try:
-        spec.loader.exec_module(module)
+        module = import_submission(path, plan)
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are load errors too
         return None, {"ok": False, "reason": "load-error", "error": describe_error(exc, submission_dir)}
     fn = getattr(module, name, None)
     if fn is None or not callable(fn):
         available = sorted(
             n for n, v in vars(module).items()
-            if callable(v) and not n.startswith("_") and not isinstance(v, types.ModuleType) and getattr(v, "__module__", None) == "submission"
+            if callable(v) and not n.startswith("_") and not isinstance(v, types.ModuleType) and getattr(v, "__module__", None) == module.__name__
         )
         return None, {"ok": False, "reason": "function-missing", "found": fn is not None, "available": available[:20]}
     info: dict[str, Any] = {"ok": True, "callable": type_name(fn)}
     try:
         signature = inspect.signature(fn)
         info["signature"] = safe_text(signature, 300)
+        keyword = next((p.name for p in signature.parameters.values() if p.name in MASK_NAMES and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)), None)
+        if keyword:
+            info["mask_keyword"] = keyword
         try:
             signature.bind(0, 0, 0)
             info["accepts_three"] = True
         except TypeError as exc:
-            info["accepts_three"] = False
-            info["signature_error"] = safe_text(exc, 300)
+            # A required mask parameter (issue 6) receives None where the task has no mask.
+            try:
+                signature.bind(0, 0, 0, **{keyword: None}) if keyword else signature.bind(0, 0, 0, None)
+                info["accepts_three"] = True
+                info["mask_required"] = True
+            except TypeError:
+                info["accepts_three"] = False
+                info["signature_error"] = safe_text(exc, 300)
     except (TypeError, ValueError):
         info["signature"] = None
         info["accepts_three"] = True  # builtins and C callables: find out by calling
     return fn, info
 
 
-def isolate(meta: dict[str, Any]) -> list[Layer]:
+def isolate(meta: dict[str, Any], limits: bool = True, only_limits: bool = False) -> list[Layer]:
     """Apply the sandbox the request describes (paths and limits come from the grader; nothing
-    here looks at the submission). The limits are set by the rlimits layer, soft = hard."""
+    here looks at the submission). The limits are set by the rlimits layer, soft = hard:
+    ``limits=False`` leaves them out, ``only_limits=True`` applies them alone (later)."""
     box, limits = meta["sandbox"], meta["limits"]
     policy = Policy(
         workdir=str(box["workdir"]),
@@ -210,8 +218,12 @@ def isolate(meta: dict[str, Any]) -> list[Layer]:
         open_files=int(box["open_files"]),
         processes=int(box["processes"]),
     )
-    only = box.get("layers")
-    return apply_isolation(policy, only=None if only is None else set(only))
+    only = set(box["layers"]) if box.get("layers") is not None else None
+    if only_limits:
+        only = {"rlimits"} & only if only is not None else {"rlimits"}
+    elif not limits:
+        only = (only if only is not None else set(LAYER_NAMES)) - {"rlimits"}
+    return apply_isolation(policy, only=only)
 
 
 def seal_grader_package() -> None:
@@ -226,18 +238,22 @@ def seal_grader_package() -> None:
         sys.path.remove(PACKAGE_ROOT)
 
 
-def run_probes(fn: Callable[..., Any], probes: list[dict[str, Any]], inputs: dict[str, np.ndarray], channel: Channel, submission_dir: str) -> None:
+def run_probes(fn: Callable[..., Any], probes: list[dict[str, Any]], inputs: dict[str, np.ndarray], channel: Channel, submission_dir: str, info: dict[str, Any] | None = None, adapt: Callable[[Any], Any] | None = None) -> None:
+    info = info or {}
+    adapt = adapt or (lambda array: array)  # issue 6: tensors for torch / jax submissions
     for probe in probes:
         name = probe["name"]
         for call in range(int(probe.get("repeat", 1))):
             Q = inputs[f"{name}.Q"].copy()
             K = inputs[f"{name}.K"].copy()
             V = inputs[f"{name}.V"].copy()
+            mask = inputs[f"{name}.mask"].copy() if f"{name}.mask" in inputs else None
+            args, kwargs = call_arguments(info, adapt(Q), adapt(K), adapt(V), None if mask is None else adapt(mask), mask is not None)
             meta: dict[str, Any] = {"kind": "result", "probe": name, "call": call}
             arrays: dict[str, np.ndarray] = {}
             started = time.perf_counter()
             try:
-                value = fn(Q, K, V)
+                value = fn(*args, **kwargs)
             except BaseException as exc:  # noqa: BLE001 - the submission may raise anything
                 meta["duration"] = time.perf_counter() - started
                 meta["status"] = "raised"
@@ -261,20 +277,42 @@ def main(argv: list[str]) -> int:
     meta, inputs = decode(read_all(request_fd)[4:])
     os.close(request_fd)
     channel = Channel(result_fd)
-    layers = isolate(meta)
+    framework = meta.get("framework") or "numpy"
+    # A framework submission gets its resource limits after torch / jax is imported (below);
+    # every other layer needs a single-threaded process, so it comes first, before the
+    # framework starts its threads.
+    layers = isolate(meta, limits=framework == "numpy")
     missing = [g for g in missing_guarantees(layers) if g in meta["sandbox"].get("require", [])]
+    adapt = None
+    failure: BaseException | None = None
+    if framework != "numpy" and not missing:
+        # Import torch / jax (installed code, not the candidate's) before the limits, which then
+        # count from here; the grader starts the submission's clock at "ready".
+        try:
+            adapt = worker_adapter(framework)
+        except BaseException as exc:  # noqa: BLE001 - a broken install is this submission's load error
+            failure = exc
+        limited = isolate({**meta, "limits": relative_limits(meta["limits"])}, only_limits=True)
+        layers = [next((l for l in limited if l.name == "rlimits"), layer) if layer.name == "rlimits" else layer for layer in layers]
     # Sent before the submission runs, so the first sandbox message is always the worker's own.
     channel.send({"kind": "sandbox", "layers": [[layer.name, layer.active, layer.detail] for layer in layers], "missing": missing})
     if missing:
         channel.send({"kind": "done"})  # strict mode: the submission is never loaded
         return 0
+    if failure is not None:
+        channel.send({"kind": "loaded", "ok": False, "reason": "load-error", "error": describe_error(failure, os.devnull)})
+        channel.send({"kind": "done"})
+        return 0
+    if framework != "numpy":
+        channel.send({"kind": "ready"})
     seal_grader_package()
     path = meta["submission"]
-    submission_dir = os.path.dirname(os.path.abspath(path))
-    fn, info = load_function(path, meta["function"])
+    plan = meta.get("plan") or {}
+    submission_dir = plan.get("root") or os.path.dirname(os.path.abspath(path))
+    fn, info = load_function(path, meta["function"], plan)
     channel.send({"kind": "loaded", **info})
     if fn is not None:
-        run_probes(fn, meta["probes"], inputs, channel, submission_dir)
+        run_probes(fn, meta["probes"], inputs, channel, submission_dir, info, adapt)
     channel.send({"kind": "done"})
     return 0
 

@@ -1,0 +1,1 @@
+from model.attention import attention  # noqa: F401 - merely imports it

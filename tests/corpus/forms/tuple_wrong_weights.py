@@ -1,0 +1,11 @@
+"""The output is right but the returned "weights" are the raw scores: the returned weights are
+checked directly, so this fails the weights check."""
+
+import numpy as np
+
+
+def attention(Q, K, V):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return weights @ V, scores

@@ -1,0 +1,9 @@
+"""Takes a mask and never uses it."""
+
+import numpy as np
+
+
+def attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True) @ V

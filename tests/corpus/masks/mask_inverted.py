@@ -1,0 +1,11 @@
+"""True read as "mask this out": the kept keys are the ones removed."""
+
+import numpy as np
+
+
+def attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, -1e9, scores)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True) @ V

@@ -1,0 +1,73 @@
+"""Notebook conversion: code cells joined, IPython syntax left out line for line, cells located,
+hostile files refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grader.notebook import MAX_NOTEBOOK_BYTES, NotebookError, convert, read_notebook
+
+
+def doc(*cells: tuple[str, str]) -> dict:  # type: ignore[type-arg]
+    return {"cells": [{"cell_type": kind, "source": text, "metadata": {}} for kind, text in cells], "nbformat": 4}
+
+
+def test_code_cells_are_joined_and_magics_become_pass() -> None:
+    nb = convert(doc(("markdown", "# title"), ("code", "%matplotlib inline\nimport numpy as np\nif True:\n    !ls\nfiles = !ls"), ("code", "%%bash\necho hi"), ("code", "x = 1")))
+    lines = nb.source.splitlines()
+    assert lines[:5] == ["pass", "import numpy as np", "if True:", "    pass", "pass"]
+    assert "echo hi" not in nb.source
+    assert nb.code_cells == 3
+    compile(nb.source, "nb.ipynb", "exec")
+
+
+def test_line_map_gives_cell_and_line() -> None:
+    nb = convert(doc(("markdown", "text"), ("code", "a = 1\nb = 2"), ("markdown", "more"), ("code", "c = 3\nd = 4\ne = 5")))
+    lines = nb.source.splitlines()
+    target = lines.index("e = 5") + 1
+    assert nb.locate(target) == (4, 3)  # the fourth cell of the notebook, its third line
+    assert nb.locate(lines.index("b = 2") + 1) == (2, 2)
+    assert nb.locate(None) == (None, None) and nb.locate(10_000) == (None, 10_000)
+
+
+def test_source_as_one_string_and_nbformat_3() -> None:
+    v3 = {"worksheets": [{"cells": [{"cell_type": "code", "input": ["x = 1\n", "y = 2"]}]}], "nbformat": 3}
+    assert convert(v3).source.splitlines()[:2] == ["x = 1", "y = 2"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{not json", "not valid JSON at line 1"),
+        (b"\xff\xfe\x00\x01", "not UTF-8"),
+        (b"[1, 2]", "not a notebook"),
+        (b'{"cells": "nope"}', "not a notebook"),
+        (b'{"cells": [{"cell_type": "code", "source": [1, 2]}]}', "not text"),
+        (b'{"cells": [{"cell_type": "markdown", "source": "hi"}]}', "no code cells"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_hostile_notebooks_are_one_line_errors(tmp_path: Path, data: bytes, message: str) -> None:
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(data)
+    with pytest.raises(NotebookError) as info:
+        read_notebook(path)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_huge_notebook_is_refused_without_reading_it(tmp_path: Path) -> None:
+    path = tmp_path / "big.ipynb"
+    with path.open("wb") as handle:
+        handle.truncate(MAX_NOTEBOOK_BYTES + 1)  # sparse: no disk used
+    with pytest.raises(NotebookError, match="at most 32 MB is read"):
+        read_notebook(path)
+
+
+def test_real_notebook_file(tmp_path: Path) -> None:
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(doc(("code", ["import numpy as np\n", "def attention(Q, K, V):\n", "    return V"]))))
+    nb = read_notebook(path)
+    assert "def attention(Q, K, V):" in nb.source
