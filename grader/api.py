@@ -15,6 +15,7 @@ from typing import Iterator
 
 from grader.checks import run_checks
 from grader.diagnosis.engine import diagnose
+from grader.diagnosis.locate import attach_locations
 from grader.errors import UsageError
 from grader.observation import CapturedOutput
 from grader.probes import Probe, build_probes
@@ -72,8 +73,8 @@ def grade_file(path: Path, prepared: Prepared) -> Report:
     """Grade one submission file: run it in a worker, check, diagnose."""
     suite = prepared.suite
     run = run_submission(path, prepared.function, prepared.probes, prepared.limits)
-    checks = run_checks(suite, prepared.refs, run)
-    diagnoses = diagnose(suite, prepared.probes, run, checks)
+    checks = run_checks(suite, prepared.refs, run, prepared.probes)
+    diagnoses = attach_locations(path, diagnose(suite, prepared.probes, run, checks), prepared.function)
     passed = all(c.passed for c in checks) and not any(d.severity == "error" for d in diagnoses)
     return Report(
         path=str(path),

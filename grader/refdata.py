@@ -75,7 +75,7 @@ def make_inputs(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     shape = case.shape
     arrays = []
     for dims in (shape.q(), shape.k(), shape.v()):
-        arrays.append(np.round(rng.standard_normal(dims) * GRID) / GRID)
+        arrays.append(np.round(rng.standard_normal(dims) * (case.magnitude * GRID)) / GRID)
     return arrays[0], arrays[1], arrays[2]
 
 

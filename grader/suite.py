@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -17,7 +18,9 @@ import yaml
 
 from grader.errors import SuiteError
 
-CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch")
+CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch", "cross", "stability", "mutation", "determinism", "fresh")
+# Kinds that need no stored case: `fresh` draws its own inputs at grading time.
+CASELESS_KINDS = ("load", "fresh")
 SEVERITIES = ("error", "warning", "off")
 
 
@@ -56,6 +59,7 @@ class Case:
     name: str
     seed: int
     shape: Shape
+    magnitude: float = 1.0  # inputs are drawn with this standard deviation (large scores for stability)
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ class Suite:
         """Identifies what the stored references depend on: the cases and nothing else."""
         cases = {
             n: {"seed": c.seed, "batch": list(c.shape.batch), "tq": c.shape.tq, "tk": c.shape.tk, "dk": c.shape.dk, "dv": c.shape.dv}
+            | ({"magnitude": c.magnitude} if c.magnitude != 1.0 else {})
             for n, c in sorted(self.cases.items())
         }
         return hashlib.sha256(json.dumps(cases, sort_keys=True).encode()).hexdigest()
@@ -203,7 +208,7 @@ def _str(doc: _Doc, value: Any, path: tuple[str, ...]) -> str:
 
 def _case(doc: _Doc, name: str, raw: Any) -> Case:
     path = ("cases", name)
-    raw = _mapping(doc, raw, path, {"seed": True, "shape": True})
+    raw = _mapping(doc, raw, path, {"seed": True, "shape": True, "magnitude": False})
     shape_raw = _mapping(doc, raw["shape"], path + ("shape",), {"batch": False, "tq": True, "tk": True, "dk": True, "dv": True})
     batch_raw = shape_raw.get("batch", [])
     if not isinstance(batch_raw, list):
@@ -218,7 +223,11 @@ def _case(doc: _Doc, name: str, raw: Any) -> Case:
         total *= n
     if total > 4_000_000 or max(sizes.values()) > 4096:
         raise doc.error(path + ("shape",), "case too large (keep each array under 4 million elements, sizes under 4096)")
-    return Case(name=name, seed=_int(doc, raw["seed"], path + ("seed",)), shape=shape)
+    magnitude = _number(doc, raw.get("magnitude", 1.0), path + ("magnitude",), 1.0)
+    if magnitude > 1024 or magnitude != 2.0 ** round(math.log2(magnitude)):
+        # A power of two keeps the rounded inputs on a grid where every dot product stays exact.
+        raise doc.error(path + ("magnitude",), f"expected a power of two from 1 to 1024, got {magnitude:g}")
+    return Case(name=name, seed=_int(doc, raw["seed"], path + ("seed",)), shape=shape, magnitude=magnitude)
 
 
 def _check(doc: _Doc, index: int, raw: Any, cases: dict[str, Case], earlier: list[str]) -> CheckSpec:
@@ -242,16 +251,23 @@ def _check(doc: _Doc, index: int, raw: Any, cases: dict[str, Case], earlier: lis
     for i, n in enumerate(names):
         if n not in cases:
             raise doc.error(path + ("cases", str(i)) if "cases" in raw else path + ("case",), f"unknown case '{n}'")
-    if kind != "load" and not names:
+    if kind not in CASELESS_KINDS and not names:
         raise doc.error(path, f"a '{kind}' check needs 'case' or 'cases'")
     if kind == "batch":
         for n in names:
             if not cases[n].shape.batch:
                 raise doc.error(path, f"case '{n}' has no batch axes; a batch check needs them")
-    elif kind in ("shape", "weights", "outputs"):
+    elif kind in ("shape", "weights", "outputs", "cross"):
         for n in names:
             if cases[n].shape.batch:
                 raise doc.error(path, f"case '{n}' is batched; a '{kind}' check takes single-sequence cases")
+    if kind == "cross":
+        for n in names:
+            s = cases[n].shape
+            if s.tq == s.tk or s.dk == s.dv:
+                raise doc.error(path, f"case '{n}' needs T_q != T_k and d_k != d_v for a cross-attention check")
+    if kind == "fresh" and names:
+        raise doc.error(path, "a 'fresh' check draws its own inputs at grading time; give it no cases")
     requires_raw = raw.get("requires", [])
     if not isinstance(requires_raw, list):
         raise doc.error(path + ("requires",), "expected a list of check ids")
