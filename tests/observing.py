@@ -48,8 +48,10 @@ def same_everywhere(a: Impl, b: Impl, probes: Iterable[Probe]) -> bool:
         if x.status != y.status:
             return False
         if x.status == "returned":
-            u, v = x.value.array, y.value.array  # type: ignore[union-attr]
-            if u.shape != v.shape or not np.allclose(u, v, rtol=1e-9, atol=1e-12, equal_nan=True):  # type: ignore[union-attr]
+            assert x.value is not None and y.value is not None
+            u, v = x.value.array, y.value.array
+            assert u is not None and v is not None
+            if u.shape != v.shape or not np.allclose(u, v, rtol=1e-9, atol=1e-12, equal_nan=True):
                 return False
     return True
 

@@ -14,7 +14,7 @@ SLOW = {"buggy/timeout.py"}  # needs the wall-clock limit: graded with a short o
 
 
 @pytest.mark.parametrize(("path", "want"), [pytest.param(p, w, id=p) for p, w in sorted(EXPECTED.items()) if p not in SLOW])
-def test_corpus_submission(path: str, want: dict, grade_path) -> None:  # type: ignore[no-untyped-def, type-arg]
+def test_corpus_submission(path: str, want: dict, grade_path) -> None:  # type: ignore[no-untyped-def]
     report = grade_path(CORPUS / path)
     assert report.passed is want["passed"], [d.message for d in report.diagnoses]
     assert error_names(report) == sorted(want["diagnoses"]), [d.message for d in report.diagnoses]

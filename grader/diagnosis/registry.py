@@ -194,7 +194,7 @@ RULES: tuple[Rule, ...] = (
         name="batch-transpose",
         severity="error",
         title="`.T`, `.transpose()` without axes or `np.dot` on a batched key tensor: every axis is reversed.",
-        fix="Swap only the last two axes: np.swapaxes(K, -1, -2) (or K.transpose(0, 2, 1) for 3-D).",
+        fix="Swap only the last two axes: np.swapaxes(K, -1, -2), right for any number of leading axes.",
         what="Batched probes are run: with distinct sizes the reversed keys make matmul (or np.dot) raise; with B = T = d it runs and mixes batch elements. The reference with every key axis reversed (and, for np.dot, numpy's dot over the last axis of Q and the second-to-last of K.T) reproduces every probe.",
         why="For a batch (B, T, d), `.T` gives (d, T, B), not (B, d, T): the batch axis moves to the end, so either the shapes no longer line up, or, when the sizes happen to be equal, each query is scored against keys of other batch elements with no error at all. np.dot on N-D arrays is not a batched product either: it pairs every batch element with every other.",
         example="scores = Q @ K.T / np.sqrt(d_k)",

@@ -268,17 +268,14 @@ def fitted_options(ev: Evidence) -> list[Option]:
                 if law is not None and law.worst < LAW_ERROR:
                     candidates.append(fitted_scale_option(size, law.c, law.p))
         for option in candidates:
-            if not _given_by_fixed(option, points, ev):
+            if not _given_by_fixed(option, ev):
                 options.append(option)
     return options
 
 
-def _given_by_fixed(option: Option, points: list[ScalePoint], ev: Evidence) -> bool:
-    """A fitted option that equals a fixed one on every fitted case adds nothing."""
-    for fixed in SCALE.options:
-        if all(_same(option, fixed, ev.probes[p.probe]) for p in points):
-            return True
-    return False
+def _given_by_fixed(option: Option, ev: Evidence) -> bool:
+    """A fitted option that gives the same scale as a fixed one on every probe adds nothing."""
+    return any(all(_same(option, fixed, probe) for probe in ev.probes.values()) for fixed in SCALE.options)
 
 
 def _same(a: Option, b: Option, probe: Probe) -> bool:
