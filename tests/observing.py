@@ -59,12 +59,19 @@ def same_everywhere(a: Impl, b: Impl, probes: Iterable[Probe]) -> bool:
 def visible_mistakes(variant: Variant, probes: list[Probe]) -> list[str]:
     """The mistakes of ``variant`` that change what it does on ``probes``. Combined with another
     mistake, one can vanish: with K.T every batch but the B = T = d one raises, and there
-    Q.shape[1] is d_k, so a scale taken from Q.shape[1] has no visible effect at all."""
-    names = []
+    Q.shape[1] is d_k, so a scale taken from Q.shape[1] shows no more than a scale of d_k does.
+    Each mistake is replaced by the options of its axis that make fewer mistakes (the correct one
+    first); the first that changes nothing on any probe says what is visible of it."""
+    names: list[str] = []
     for i, option in enumerate(variant.choice):
         if option is AXES[i].default:
             continue
-        without = Variant(tuple(AXES[i].default if j == i else o for j, o in enumerate(variant.choice)))
-        if not same_everywhere(variant, without, probes) and option.diagnosis not in names:
-            names.append(option.diagnosis)
-    return names  # type: ignore[return-value]
+        visible = list(option.names)
+        for alternative in sorted(AXES[i].options, key=lambda o: len(o.names)):
+            if set(alternative.names) < set(option.names):
+                swapped = Variant(tuple(alternative if j == i else o for j, o in enumerate(variant.choice)))
+                if same_everywhere(variant, swapped, probes):
+                    visible = list(alternative.names)
+                    break
+        names += [n for n in visible if n not in names]
+    return names

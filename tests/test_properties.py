@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from grader.attention import softmax
@@ -41,15 +41,14 @@ def _shape(rng: np.random.Generator, batch: tuple[int, ...], avoid_dk: tuple[int
     return Shape(batch, tq, tk, dk, dv)
 
 
-@st.composite
-def probe_sets(draw: st.DrawFn) -> list[Probe]:
+def make_probes(seed: int) -> list[Probe]:
     """Probes shaped like the suite's, every size drawn at random but all sizes of a case
     different (and the single sequences of different d_k), so that no mix-up of axes hides."""
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    rng = np.random.default_rng(seed)
     first = _shape(rng, ())
     second = _shape(rng, (), (first.dk,))
     b, h = _sizes(rng, 2, 2, 5)
-    n = draw(st.integers(3, 5))
+    n = int(rng.integers(3, 6))
     shapes = [
         ("single0", first, 1.0),
         ("single1", second, 1.0),
@@ -66,6 +65,10 @@ def probe_sets(draw: st.DrawFn) -> list[Probe]:
     return probes
 
 
+# A seed stands for a probe set: a failing example then reads as two numbers, not arrays.
+probe_sets = st.integers(0, 2**32 - 1).map(make_probes)
+
+
 def names_for(probes: list[Probe], impl: Impl) -> list[str]:
     observed = {p.name: observe_probe(p, impl) for p in probes}
     return [d.name for d in name_mistakes({p.name: p for p in probes}, observed, TOLERANCE)]
@@ -75,7 +78,7 @@ def names_for(probes: list[Probe], impl: Impl) -> list[str]:
 
 
 @SETTINGS
-@given(probe_sets(), st.floats(0.02, 3.0))
+@given(probe_sets, st.floats(0.02, 3.0))
 def test_an_injected_scale_is_fitted_within_one_percent(probes: list[Probe], scale: float) -> None:
     for probe in probes:
         if probe.kind != "identity" or probe.magnitude > 1.0:
@@ -86,7 +89,7 @@ def test_an_injected_scale_is_fitted_within_one_percent(probes: list[Probe], sca
 
 
 @SETTINGS
-@given(probe_sets(), st.floats(0.02, 3.0).filter(lambda s: abs(s - 1.0) > 0.01))
+@given(probe_sets, st.floats(0.02, 3.0).filter(lambda s: abs(s - 1.0) > 0.01))
 def test_an_injected_constant_scale_is_named_with_its_value(probes: list[Probe], scale: float) -> None:
     def constant(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
         return softmax(scale * (Q @ np.swapaxes(K, -1, -2))) @ V
@@ -131,7 +134,7 @@ CORRECT = {"einsum": _einsum, "loops": _loops, "float32": _float32, "prescale-ke
 
 
 @SETTINGS
-@given(probe_sets(), st.sampled_from(sorted(CORRECT)))
+@given(probe_sets, st.sampled_from(sorted(CORRECT)))
 def test_correct_implementations_stay_clean(probes: list[Probe], style: str) -> None:
     assert names_for(probes, CORRECT[style]) == []
 
@@ -142,6 +145,8 @@ MUTANTS = [v for v in all_variants() if 1 <= len(v.deviations) <= 3]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(probe_sets(), st.sampled_from(MUTANTS))
-def test_each_catalogue_mutant_is_named_exactly(probes: list[Probe], mutant: Variant) -> None:
+@given(st.integers(0, 2**32 - 1), st.integers(0, len(MUTANTS) - 1))
+def test_each_catalogue_mutant_is_named_exactly(seed: int, index: int) -> None:
+    mutant, probes = MUTANTS[index], make_probes(seed)
+    note(f"mutant: {mutant.label()} [{' | '.join(o.name for o in mutant.deviations)}]")
     assert sorted(names_for(probes, mutant)) == sorted(visible_mistakes(mutant, probes))

@@ -35,6 +35,11 @@ class Option:
     # (the softmax axes, "row" / "none" / "global", "output" / "weights").
     apply: Any
     describe: str = ""  # what the submission does, as a phrase: "divides the scores by d_k"
+    also: tuple[str, ...] = ()  # further Rules the same line breaks (1/Q.shape[1]: no root, wrong axis)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.diagnosis, *self.also) if self.diagnosis is not None else ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,8 @@ SCALE = Axis(
         Option("1/sqrt(K.shape[1])", "scale-by-seq-len", _inverse_root(_axis_size(1, 1)), "divides by sqrt(K.shape[1]): d_k on a single sequence, a token or head count on a batch"),
         Option("1/sqrt(Q.shape[0])", "scale-by-seq-len", _inverse_root(_axis_size(0, 0)), "divides by sqrt(Q.shape[0]) (len(Q)): T_q on a single sequence, the batch size on a batch"),
         Option("1/sqrt(K.shape[0])", "scale-by-seq-len", _inverse_root(_axis_size(1, 0)), "divides by sqrt(K.shape[0]) (len(K)): T_k on a single sequence, the batch size on a batch"),
+        Option("1/Q.shape[1]", "scale-by-dk", _inverse(_axis_size(0, 1)), "divides by Q.shape[1]: d_k on a single sequence (with no square root), a token or head count on a batch", ("scale-by-seq-len",)),
+        Option("1/K.shape[1]", "scale-by-dk", _inverse(_axis_size(1, 1)), "divides by K.shape[1]: d_k on a single sequence (with no square root), a token or head count on a batch", ("scale-by-seq-len",)),
         Option("sqrt(d_k)", "scale-multiplied", lambda Q, K, V: math.sqrt(Q.shape[-1]), "multiplies the scores by sqrt(d_k)"),
         Option("1/sqrt(d_v)", "scale-by-dv", _inverse_root(SIZES["d_v"]), "divides by sqrt(d_v), the value size"),
         Option("1/d_v", "scale-by-dv", _inverse(SIZES["d_v"]), "divides by d_v, the value size"),
@@ -127,6 +134,9 @@ SHIFT = Axis(
         Option("row maximum", None, "row"),
         Option("no shift", "softmax-unstable", "none", "takes exp of the scores without subtracting the maximum"),
         Option("global maximum", "softmax-unstable", "global", "subtracts the maximum of the whole array, so rows far below it underflow to 0/0"),
+        # Subtracting a maximum over another axis is no constant within a row: the weights change.
+        Option("column maximum", "softmax-wrong-axis", "axis-2", "subtracts the maximum over axis -2 (each column) before the softmax over the keys"),
+        Option("axis-0 maximum", "softmax-wrong-axis", "axis0", "subtracts the maximum over axis 0 before the softmax over the keys"),
     ),
 )
 
@@ -142,17 +152,38 @@ AXES: tuple[Axis, ...] = (SCALE, PRODUCT, NORMALISE, SHIFT, OUTPUT)
 AXIS_NAMES = tuple(a.name for a in AXES)
 
 
-def softmax_variant(x: Array, norm: Norm | str, shift: str) -> Array:
-    """The softmax as written with one of the known mistakes (or none)."""
+def _stacked_axes(axes: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
+    """Axes of one array, as axes of a stack of such arrays along a new first axis."""
+    if axes is None:
+        return tuple(range(1, ndim + 1))
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+    return tuple(a if a < 0 else a + 1 for a in axes)
+
+
+def softmax_stack(x: Array, norm: Norm | str, shift: str) -> Array:
+    """The softmax as written with one of the known mistakes (or none), applied to each array of
+    the stack ``x`` (its first axis) separately: one call replays every scale at once."""
     if norm == "missing":
         return x
-    axes: Any = norm  # numpy raises by itself for an axis the array does not have
+    ndim = x.ndim - 1
+    axes = _stacked_axes(norm, ndim)  # type: ignore[arg-type]
     if shift == "row":
         x = x - np.max(x, axis=axes, keepdims=True)
     elif shift == "global":
-        x = x - np.max(x)
+        x = x - np.max(x, axis=_stacked_axes(None, ndim), keepdims=True)
+    elif shift == "axis-2":
+        x = x - np.max(x, axis=_stacked_axes((-2,), ndim), keepdims=True)
+    elif shift == "axis0":
+        x = x - np.max(x, axis=_stacked_axes((0,), ndim), keepdims=True)
     e = np.exp(x)
     return e / np.sum(e, axis=axes, keepdims=True)
+
+
+def softmax_variant(x: Array, norm: Norm | str, shift: str) -> Array:
+    """The softmax of one array as written with one of the known mistakes (or none)."""
+    return softmax_stack(x[None], norm, shift)[0]
 
 
 @dataclass(frozen=True)
@@ -173,8 +204,7 @@ class Variant:
         """The distinct rule names of the mistakes, in axis order."""
         names: list[str] = []
         for o in self.deviations:
-            if o.diagnosis is not None and o.diagnosis not in names:
-                names.append(o.diagnosis)
+            names += [n for n in o.names if n not in names]
         return tuple(names)
 
     def option(self, axis: str) -> Option:
@@ -205,6 +235,8 @@ def _meaningful(choice: tuple[Option, ...]) -> bool:
         return False  # no softmax: there is nothing to shift
     if (norm.apply is None or norm.apply == (-2, -1)) and shift.apply == "global":
         return False  # over the whole array (or each whole matrix), the global maximum is (nearly) the right one
+    if (norm.apply, shift.apply) in (((-2,), "axis-2"), ((0,), "axis0")):
+        return False  # the maximum over the axis it normalises: the row shift of that softmax
     return True
 
 
@@ -252,6 +284,13 @@ def formula(size: str, c: float, p: float) -> str:
         return f"{c:.4g}"
     body = f"{size}^{power_text(p)}"
     return body if abs(c - 1.0) < 0.01 else f"{c:.4g} * {body}"
+
+
+def fitted_scale_table(table: dict[int, float], shown: set[int] | None = None) -> Option:
+    """A scale fitted separately at each d_k, when it is a function of d_k but no power law.
+    ``shown``: the d_k to list in the description (those of stored cases, the same every run)."""
+    listing = ", ".join(f"{scale:.4g} at d_k = {dk}" for dk, scale in sorted(table.items()) if shown is None or dk in shown)
+    return Option("fitted per d_k", "scale-other", lambda Q, K, V: table.get(Q.shape[-1], math.nan), f"scales by a factor that depends on d_k but is no power of it ({listing})")
 
 
 def fitted_scale_option(size: str | None, c: float, p: float) -> Option:

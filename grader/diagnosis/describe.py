@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from grader.compare import compare
-from grader.diagnosis.catalogue import REFERENCE, Option, Variant
+from grader.diagnosis.catalogue import REFERENCE, SCALE, Option, Variant
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import Evidence, scale_points
 from grader.diagnosis.scale_fit import fit_linear, fit_scale, row_shape
@@ -38,12 +38,12 @@ def rank_text(ev: Evidence, name: str) -> str:
 
 def describe(ev: Evidence, variant: Variant, names: list[str], failed: Failed) -> list[Diagnosis]:
     """One diagnosis per mistake of ``variant``, with figures from the probes in ``names``."""
-    out = []
-    for option in variant.deviations:
-        name = option.diagnosis
-        assert name is not None
+    out: list[Diagnosis] = []
+    for option, name in ((o, n) for o in variant.deviations for n in o.names):
+        if any(d.name == name for d in out):
+            continue  # two options of one mistake (axis -2 and a column maximum): reported once
         if name.startswith("scale-"):
-            out.append(scale(ev, option, variant, names, failed))
+            out.append(scale(ev, option, name, variant, names, failed))
         elif name == "batch-transpose":
             out.append(transpose(ev, option, names, failed))
         elif name == "softmax-wrong-axis":
@@ -68,17 +68,26 @@ def _expected_scale(ev: Evidence, name: str) -> float:
     return 1.0 / math.sqrt(ev.probes[name].Q.shape[-1])
 
 
-def scale(ev: Evidence, option: Option, variant: Variant, names: list[str], failed: Failed) -> Diagnosis:
+def scale(ev: Evidence, option: Option, rule: str, variant: Variant, names: list[str], failed: Failed) -> Diagnosis:
     candidates = _weights_probes(ev, names)
+    if option.also:
+        # One line, two mistakes (1/Q.shape[1]): the first shows on a single sequence, the
+        # others on batches.
+        batched = rule != option.diagnosis
+        candidates = [n for n in candidates if ev.probes[n].batched == batched] or candidates
     evidence: dict[str, Any] = {"reproduced_by": f"scores scaled by {option.name}"}
     message = f"reproduced on every probe by the reference that {option.describe} ({option.name} where 1/sqrt(d_k) is expected)"
     if candidates:
         # The probe where this mistake moves the scale furthest from 1/sqrt(d_k) shows it best.
         # Stored probes first (the same figures on every run), fresh ones only if they alone show it.
+        # For the second mistake of a line like 1/Q.shape[1], the distance from the first one.
+        plain = next((o for o in SCALE.options if option.also and o.names == (option.diagnosis,) and rule != option.diagnosis), None)
+
         def distance(n: str) -> tuple[bool, bool, float, int]:
             p = ev.probes[n]
             used = float(option.apply(p.Q, p.K, p.V))
-            far = abs(math.log(max(used, 1e-300) / _expected_scale(ev, n)))
+            base = _expected_scale(ev, n) if plain is None else float(plain.apply(p.Q, p.K, p.V))
+            far = abs(math.log(max(used, 1e-300) / base)) if math.isfinite(used) else 0.0
             return far > 1e-3, not p.fresh, far, p.Q.shape[-1]
 
         name = max(candidates, key=distance)
@@ -89,20 +98,22 @@ def scale(ev: Evidence, option: Option, variant: Variant, names: list[str], fail
         fit = (fit_linear if missing else fit_scale)(probe.Q, probe.K, weights)
         expected = _expected_scale(ev, name)
         d_k, t_q, t_k, d_v = probe.Q.shape[-1], probe.Q.shape[-2], probe.K.shape[-2], probe.V.shape[-1]
-        sizes = f"d_k = {d_k}, T_q = {t_q}, T_k = {t_k}, d_v = {d_v}" if option.diagnosis in ("scale-by-seq-len", "scale-by-dv") else f"d_k = {d_k}"
+        sizes = f"d_k = {d_k}, T_q = {t_q}, T_k = {t_k}, d_v = {d_v}" if rule in ("scale-by-seq-len", "scale-by-dv") else f"d_k = {d_k}"
         if fit is not None and np.isfinite(fit.scale):
             evidence.update(probe=name, d_k=d_k, fitted_scale=round(fit.scale, 6), expected_scale=round(expected, 6), fit_r2=round(fit.r2, 6))
             message = f"effective scale {fit.scale:.4g} where 1/sqrt(d_k) = {expected:.4g} ({sizes}; {name}, {rank_text(ev, name)}); reproduced by the reference that {option.describe}"
-        if option.diagnosis in ("scale-constant", "scale-other"):
+        if rule in ("scale-constant", "scale-other"):
             points = [p for p in scale_points(ev, linear=missing) if not ev.probes[p.probe].fresh]
             if len(points) >= 2:
                 shown = sorted(points, key=lambda p: p.sizes["d_k"])[:5]
-                evidence["fitted_scales"] = [{"probe": p.probe, **p.sizes, "scale": round(p.scale, 6)} for p in shown]
+                if option.name == "fitted per d_k":
+                    shown = []  # the option's own description lists them already
+                evidence["fitted_scales"] = [{"probe": p.probe, **p.sizes, "scale": round(p.scale, 6)} for p in sorted(points, key=lambda p: p.sizes["d_k"])[:5]]
                 listing = ", ".join(f"{p.scale:.4g} at d_k = {p.sizes['d_k']}" for p in shown)
-                message += f"; fitted per case: {listing}"
-                if option.diagnosis == "scale-constant":
+                message += f"; fitted per case: {listing}" if listing else ""
+                if rule == "scale-constant":
                     message += " (the same whatever d_k is)"
-            if option.diagnosis == "scale-other":
+            if rule == "scale-other":
                 evidence["formula"] = option.name
         if not missing:
             mine, ref = row_shape(weights), row_shape(REFERENCE.weights(probe.Q, probe.K, probe.V))
@@ -110,7 +121,7 @@ def scale(ev: Evidence, option: Option, variant: Variant, names: list[str], fail
                 evidence.update(mean_max_weight=round(mine.max_weight, 4), reference_mean_max_weight=round(ref.max_weight, 4), mean_row_entropy=round(mine.entropy, 4), reference_mean_row_entropy=round(ref.entropy, 4))
                 look = "flatter" if mine.entropy > ref.entropy else "more peaked"
                 message += f"; rows are {look} than the reference's (mean max weight {mine.max_weight:.3f} vs {ref.max_weight:.3f}, mean row entropy {mine.entropy:.3f} vs {ref.entropy:.3f} nats)"
-    return Diagnosis.of(option.diagnosis or "scale-other", message, evidence, failed)
+    return Diagnosis.of(rule, message, evidence, failed)
 
 
 def transpose(ev: Evidence, option: Option, names: list[str], failed: Failed) -> Diagnosis:
@@ -163,7 +174,13 @@ def wrong_axis(ev: Evidence, option: Option, names: list[str], failed: Failed) -
         col_low, col_high = _sums(weights, -2)
         evidence.update(probe=name, row_sum_min=round(low, 6), row_sum_max=round(high, 6), column_sum_min=round(col_low, 6), column_sum_max=round(col_high, 6), total=round(float(np.sum(weights)), 6))
         message = f"rows of the weights sum to {low:.3g}..{high:.3g} instead of 1 ({name}, {shape_text(ev, name)})"
-        if abs(col_low - 1.0) < 1e-6 and abs(col_high - 1.0) < 1e-6:
+        if max(abs(low - 1.0), abs(high - 1.0)) < 1e-6:
+            # The normalisation is right; the shift before it is not constant within a row.
+            probe = ev.probes[name]
+            diff = float(np.max(np.abs(weights.astype(np.float64) - REFERENCE.weights(probe.Q, probe.K, probe.V))))
+            evidence["max_abs_diff"] = diff
+            message = f"rows of the weights sum to 1, yet differ from a softmax over the keys by up to {diff:.3g} ({name}, {shape_text(ev, name)})"
+        elif abs(col_low - 1.0) < 1e-6 and abs(col_high - 1.0) < 1e-6:
             message += "; every column sums to 1 instead"
         elif abs(float(np.sum(weights)) - 1.0) < 1e-6:
             message += "; the whole matrix sums to 1 instead"

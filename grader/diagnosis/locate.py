@@ -15,6 +15,7 @@ Code under ``if __name__ == "__main__":`` is ignored.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -286,6 +287,9 @@ def factor(source: Source, node: ast.expr, depth: int = 0) -> Factor | None:
         inner = factor(source, node.args[0], depth + 1)
         power = 0.5 if _call_name(node) == "sqrt" else -0.5
         return Factor(inner.base, inner.power * power) if inner else None
+    if isinstance(node, ast.Call) and _call_name(node) in ("log", "log2", "log10", "log1p", "exp", "cbrt") and node.args:
+        inner = factor(source, node.args[0], depth + 1)
+        return Factor(inner.base, math.nan) if inner else None  # a function of the size, no power
     if isinstance(node, ast.Call) and _call_name(node) in ("pow", "power") and len(node.args) == 2:
         inner, exponent = factor(source, node.args[0], depth + 1), _number(node.args[1])
         return Factor(inner.base, inner.power * exponent) if inner and exponent is not None else None
@@ -514,7 +518,7 @@ def find_allocation(source: Source, d: Diagnosis) -> ast.AST | None:
 
 
 FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
-    "scale-by-dk": _scale_finder(lambda f: f.base == "d_k" and _exponent_near(f.power, -1.0)),
+    "scale-by-dk": _scale_finder(lambda f: f.base in ("d_k", "shape1") and _exponent_near(f.power, -1.0)),
     "scale-multiplied": _scale_finder(lambda f: f.base == "d_k" and f.power > 0),
     "scale-by-seq-len": _scale_finder(lambda f: f.base in ("T_q", "T_k", "shape0", "shape1") and f.power < 0),
     "scale-by-dv": _scale_finder(lambda f: f.base == "d_v"),

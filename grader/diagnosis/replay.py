@@ -1,8 +1,11 @@
 """Replaying the catalogue on the submission's own inputs, and searching it.
 
-:class:`Evidence` holds the probes, what the submission returned for each, and the predictions of
-the variants, cached stage by stage (the scaled scores are shared by every softmax mistake, the
-weights by both return options), so that trying hundreds of variants costs a few milliseconds.
+:class:`Evidence` holds the probes, what the submission returned for each, and the verdicts of the
+variants on them. Variants that differ only in their scale are replayed together: for one probe
+and one choice of the other axes, the raw scores are scaled by every scale option at once (a stack
+along a new first axis), passed through the softmax once, and compared with the observation in
+one vectorised step, giving a verdict per scale. A variant that raises, or returns another shape,
+is judged from shapes alone. So the whole catalogue costs a few milliseconds per probe.
 
 The search tries variants fewest mistakes first and, for each, the most discriminating probes
 first (probes where all sizes differ and V is not the identity), so most variants are rejected by
@@ -16,8 +19,7 @@ from typing import Any, Callable, Union
 
 import numpy as np
 
-from grader.compare import close
-from grader.diagnosis.catalogue import SCALE, SHIFT, SIZES, Option, Variant, all_variants, fitted_scale_option, softmax_variant, with_scale
+from grader.diagnosis.catalogue import SCALE, SIZES, Option, Variant, all_variants, fitted_scale_option, fitted_scale_table, softmax_stack, with_scale
 from grader.diagnosis.scale_fit import fit_linear, fit_power, fit_scale
 from grader.observation import Observation
 from grader.probes import Probe
@@ -25,10 +27,6 @@ from grader.suite import Tolerance
 
 Prediction = Union[np.ndarray, BaseException]
 
-# exp() of a score below this in magnitude neither overflows nor underflows, even shifted by the
-# maximum of the whole array: the shift mistakes change nothing there.
-TAME = 300.0
-_ROW_SHIFT = id(SHIFT.default)
 OVERFLOW_ERRORS = ("OverflowError", "FloatingPointError", "ZeroDivisionError")
 FIT_R2 = 0.9999  # a fit this good means "one scale explains these weights"
 LAW_ERROR = 0.01  # a power law through fitted scales must hold within 1 % at every point
@@ -39,52 +37,17 @@ class Evidence:
     probes: dict[str, Probe]
     observed: dict[str, Observation]  # the first call of each probe
     tolerances: dict[str, Tolerance]  # per probe: large-input probes are judged more loosely
-    _stages: dict[tuple[object, ...], Any] = field(default_factory=dict)  # predictions, shapes, flags
-    _matches: dict[tuple[int, str], bool] = field(default_factory=dict)
-    _verdicts: dict[tuple[str, int], bool] = field(default_factory=dict)
-    _keep: list[Variant] = field(default_factory=list)  # fitted variants: their ids key the caches
+    scale_options: list[Option] = field(default_factory=lambda: list(SCALE.options))
+    _cache: dict[tuple[object, ...], Any] = field(default_factory=dict)
+    _keep: list[Variant] = field(default_factory=list)  # fitted variants, alive for the search
 
     # -- predictions ---------------------------------------------------------------------------
 
     def predict(self, variant: Variant, name: str) -> Prediction:
         """What ``variant`` returns for probe ``name``: an array, or the exception it raises."""
-        with np.errstate(all="ignore"):
-            return self._predict(variant, name)
-
-    def _predict(self, variant: Variant, name: str) -> Prediction:
         p = self.probes[name]
-        scale, product, norm, shift, output = (id(o) for o in variant.choice)
-        key: tuple[object, ...] = (name, scale, product)
-        scores = self._stages.get(key)
-        if scores is None:
-            scores = self._stages[key] = _attempt(variant.scores, p.Q, p.K, p.V)
-        if isinstance(scores, BaseException):
-            return scores
-        if shift != _ROW_SHIFT and self._tame(key, scores):
-            shift = _ROW_SHIFT  # no exponent comes near over- or underflow: every shift gives the same weights
-        key = (name, scale, product, norm, shift)
-        weights = self._stages.get(key)
-        if weights is None:
-            weights = self._stages[key] = _attempt(softmax_variant, scores, variant.option("softmax").apply, "row" if shift == _ROW_SHIFT else variant.option("shift").apply)
-        if isinstance(weights, BaseException):
-            return weights
-        if p.kind == "identity" and isinstance(weights, np.ndarray) and np.isfinite(weights).all():
-            return weights  # weights @ I is exactly the weights: both return options agree here
-        key = (name, scale, product, norm, shift, output)
-        result = self._stages.get(key)
-        if result is None:
-            result = self._stages[key] = _attempt(variant.finish, weights, p.V)
-        return result
-
-    def _tame(self, key: tuple[object, ...], scores: np.ndarray) -> bool:
-        tame_key = (*key, "tame")
-        tame = self._stages.get(tame_key)
-        if tame is None:
-            finite = bool(np.isfinite(scores).all())
-            tame = self._stages[tame_key] = finite and float(np.max(np.abs(scores), initial=0.0)) < TAME
-        return bool(tame)
-
-    # -- comparing -----------------------------------------------------------------------------
+        with np.errstate(all="ignore"):
+            return _attempt(variant, p.Q, p.K, p.V)
 
     def returned(self, name: str) -> np.ndarray | None:
         """The numeric array the submission returned for a probe, or None."""
@@ -94,68 +57,66 @@ class Evidence:
         array = obs.value.array
         return array if array.dtype.kind in "fiu" else None
 
-    def matches(self, variant: Variant, name: str) -> bool:
-        key = (id(variant), name)
-        found = self._matches.get(key)
-        if found is None:
-            with np.errstate(all="ignore"):
-                found = self._matches[key] = self._agrees(variant, name)
-        return found
-
-    def _agrees(self, variant: Variant, name: str) -> bool:
-        obs = self.observed[name]
-        shaped = self._shape_agrees(variant, name)
-        if shaped is not None:
-            return shaped
-        predicted = self._predict(variant, name)
-        if isinstance(predicted, BaseException):
-            return obs.status == "raised"
-        if obs.status == "raised" and self.probes[name].magnitude > 1.0:
-            # math.exp raises where np.exp gives inf: the same overflow, in pure Python.
-            overflow = obs.error is not None and obs.error.type in OVERFLOW_ERRORS
-            return overflow and not bool(np.isfinite(predicted).all())
-        actual = self._as_float(name)
-        if actual is None or actual.shape != predicted.shape:
-            return False
-        key = (name, id(predicted))  # predictions stay alive in the stage cache: ids are stable
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            verdict = self._verdicts[key] = agrees(actual, predicted, self.tolerances[name], loose=self.probes[name].magnitude > 1.0)
-        return verdict
-
     def _as_float(self, name: str) -> np.ndarray | None:
         key = (name, "float64")
-        if key not in self._stages:
+        if key not in self._cache:
             actual = self.returned(name)
-            self._stages[key] = None if actual is None else actual.astype(np.float64)
-        return self._stages[key]
+            self._cache[key] = None if actual is None else actual.astype(np.float64)
+        return self._cache[key]
 
-    def _shape_agrees(self, variant: Variant, name: str) -> bool | None:
-        """Decide from shapes alone where they suffice (no softmax computed): a variant that raises
-        where the submission returned, or returns another shape, is out. None: values decide."""
+    def _scales(self, name: str) -> np.ndarray:
+        key = (name, "scales")
+        if key not in self._cache:
+            p = self.probes[name]
+            self._cache[key] = np.array([float(o.apply(p.Q, p.K, p.V)) for o in self.scale_options])
+        return self._cache[key]
+
+    def _raw(self, name: str, product: Option) -> Prediction:
+        key = (name, id(product))
+        if key not in self._cache:
+            p = self.probes[name]
+            self._cache[key] = _attempt(product.apply, p.Q, p.K)
+        return self._cache[key]
+
+    # -- comparing -----------------------------------------------------------------------------
+
+    def matches(self, variant: Variant, name: str) -> bool:
+        scale, product, norm, shift, output = variant.choice
+        key = (name, id(product), id(norm), id(shift), id(output))
+        verdicts = self._cache.get(key)
+        if verdicts is None:
+            with np.errstate(all="ignore"):
+                verdicts = self._cache[key] = self._verdicts(name, product, norm, shift, output)
+        index = self._cache.get(("index", id(scale)))
+        if index is None:
+            index = self._cache[("index", id(scale))] = next(i for i, o in enumerate(self.scale_options) if o is scale)
+        return bool(verdicts[index])
+
+    def _verdicts(self, name: str, product: Option, norm: Option, shift: Option, output: Option) -> np.ndarray:
+        """For every scale option: does the variant with these other options reproduce the probe?"""
+        count = len(self.scale_options)
         p = self.probes[name]
-        key = (name, id(variant.option("product")), "shape")
-        scores_shape = self._stages.get(key)
-        if scores_shape is None:
-            product = _attempt(variant.option("product").apply, p.Q, p.K)
-            scores_shape = self._stages[key] = product if isinstance(product, BaseException) else product.shape
-        raises: bool
-        if isinstance(scores_shape, BaseException):
-            raises, shape = True, None
-        elif variant.option("output").apply == "weights":
-            raises, shape = False, scores_shape
-        else:
-            shape = _matmul_shape(scores_shape, p.V.shape)
-            raises = shape is None
-        actual = self.returned(name)
         obs = self.observed[name]
-        if obs.status == "raised" and not raises and p.magnitude > 1.0 and obs.error is not None and obs.error.type in OVERFLOW_ERRORS:
-            return None  # an overflow: whether this variant overflows there is for its values to say
-        if obs.status == "raised" or actual is None:
-            return raises and obs.status == "raised"
-        if raises or shape != actual.shape:
-            return False
-        return None
+        raw = self._raw(name, product)
+        if isinstance(raw, BaseException):
+            return np.full(count, obs.status == "raised")
+        shape = raw.shape if output.apply == "weights" else _matmul_shape(raw.shape, p.V.shape)
+        large = p.magnitude > 1.0
+        overflow = obs.status == "raised" and large and obs.error is not None and obs.error.type in OVERFLOW_ERRORS
+        if shape is None:  # the product with V raises
+            return np.full(count, obs.status == "raised")
+        actual = self._as_float(name)
+        if not overflow and (actual is None or actual.shape != shape):
+            return np.full(count, False)  # it raised (or returned no array) where the variant returns
+        scales = self._scales(name).reshape((count,) + (1,) * raw.ndim)
+        weights = softmax_stack(raw[None] * scales, norm.apply, shift.apply)
+        predicted = weights if output.apply == "weights" else np.matmul(weights, p.V)
+        axes = tuple(range(1, predicted.ndim))
+        if overflow:
+            # math.exp raises where np.exp gives inf: the same overflow, in pure Python.
+            return ~np.isfinite(predicted).all(axis=axes)
+        assert actual is not None
+        return agrees_stack(actual, predicted, self.tolerances[name], loose=large)
 
     def search(self, variants: list[Variant], names: list[str], known: list[str] = ()) -> Variant | None:  # type: ignore[assignment]
         """The first (fewest mistakes) variant that reproduces every named probe. ``known``:
@@ -171,6 +132,8 @@ class Evidence:
         extra = fitted_options(self)
         if not extra:
             return all_variants()
+        self.scale_options = list(SCALE.options) + extra
+        self._cache.clear()
         base = [v for v in all_variants() if v.option("scale") is SCALE.default and len(v.deviations) <= 2]
         fitted = [with_scale(v, option) for option in extra for v in base]
         self._keep.extend(fitted)
@@ -195,22 +158,31 @@ def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | N
     return (*batch, a[-2], b[-1])
 
 
-def agrees(actual: np.ndarray, predicted: np.ndarray, tolerance: Tolerance, loose: bool = False) -> bool:
-    """Same shape, non-finite values in the same places, and the rest within tolerance.
+def agrees_stack(actual: np.ndarray, predicted: np.ndarray, tolerance: Tolerance, loose: bool = False) -> np.ndarray:
+    """For each array of the stack ``predicted``: same non-finite places as ``actual`` and the
+    rest within tolerance (|actual - predicted| <= atol + rtol * |predicted|).
 
     ``loose`` (large inputs): overflow depends on the precision and the order of operations, so
     any non-finite value on one side only needs some non-finite value on the other.
     """
+    axes = tuple(range(1, predicted.ndim))
+    a = actual[None]
+    fa, fp = np.isfinite(a), np.isfinite(predicted)
+    both = fa & fp
+    within = np.where(both, np.abs(a - predicted) <= tolerance.atol + tolerance.rtol * np.abs(predicted), True).all(axis=axes)
+    if loose:
+        p_bad = ~fp.all(axis=axes)
+        a_bad = not bool(fa.all())
+        return np.where(p_bad | a_bad, p_bad & a_bad, within)
+    same_places = (fa == fp).all(axis=axes)
+    same_kind = np.where(~fa & ~fp, np.isnan(a) == np.isnan(predicted), True).all(axis=axes)
+    return same_places & same_kind & within
+
+
+def agrees(actual: np.ndarray, predicted: np.ndarray, tolerance: Tolerance, loose: bool = False) -> bool:
+    """:func:`agrees_stack` for one prediction."""
     with np.errstate(all="ignore"):
-        a = actual if actual.dtype == np.float64 else actual.astype(np.float64)
-        fa, fp = np.isfinite(a), np.isfinite(predicted)
-        if loose and (not fa.all() or not fp.all()):
-            return not fa.all() and not fp.all()
-        if not np.array_equal(fa, fp):
-            return False
-        if fa.all():
-            return close(a, predicted, tolerance)
-        return close(a[fa], predicted[fp], tolerance) and bool(np.all(np.isnan(a[~fa]) == np.isnan(predicted[~fp])))
+        return bool(agrees_stack(actual.astype(np.float64), predicted[None], tolerance, loose)[0])
 
 
 def discrimination(probe: Probe) -> tuple[int, ...]:
@@ -233,12 +205,13 @@ class ScalePoint:
     r2: float
 
 
-def scale_points(ev: Evidence, linear: bool = False) -> list[ScalePoint]:
-    """The effective scale fitted on each single-sequence weights probe where one scale explains
-    the weights (a softmax of scaled scores, or with ``linear`` the scaled scores themselves)."""
+def scale_points(ev: Evidence, linear: bool = False, batched: bool = False) -> list[ScalePoint]:
+    """The effective scale fitted on each single-sequence (and with ``batched``, each batched)
+    weights probe where one scale explains the weights: a softmax of scaled scores, or with
+    ``linear`` the scaled scores themselves."""
     points = []
     for name, probe in ev.probes.items():
-        if probe.kind != "identity" or probe.batched or probe.magnitude > 1.0 or name not in ev.observed:
+        if probe.kind != "identity" or (probe.batched and not batched) or probe.magnitude > 1.0 or name not in ev.observed:
             continue
         weights = ev.returned(name)
         if weights is None:
@@ -267,10 +240,27 @@ def fitted_options(ev: Evidence) -> list[Option]:
                 law = fit_power([(p.sizes[size], p.scale) for p in points])
                 if law is not None and law.worst < LAW_ERROR:
                     candidates.append(fitted_scale_option(size, law.c, law.p))
+        if not candidates:
+            everywhere = scale_points(ev, linear, batched=True)
+            table = _table(everywhere)
+            if table is not None:
+                stored = {p.sizes["d_k"] for p in everywhere if not ev.probes[p.probe].fresh}
+                candidates.append(fitted_scale_table(table, stored))
         for option in candidates:
             if not _given_by_fixed(option, ev):
                 options.append(option)
     return options
+
+
+def _table(points: list[ScalePoint]) -> dict[int, float] | None:
+    """The fitted scale at each d_k, if the fits at the same d_k agree: a function of d_k."""
+    table: dict[int, float] = {}
+    for point in points:
+        dk = point.sizes["d_k"]
+        if dk in table and abs(table[dk] / point.scale - 1.0) > LAW_ERROR:
+            return None
+        table.setdefault(dk, point.scale)
+    return table if len(table) >= 2 else None
 
 
 def _given_by_fixed(option: Option, ev: Evidence) -> bool:
