@@ -88,10 +88,9 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
             diagnoses.append(d)
     if failed and not any(d.severity == "error" for d in diagnoses):
         diagnoses.append(_unexplained_checks(checks, failed))
-    if not any(d.severity == "error" for d in diagnoses):
-        precision = behaviour.reduced_precision(by_name, observed, suite.tolerance)
-        if precision is not None:
-            diagnoses.append(precision)
+    precision = behaviour.reduced_precision(by_name, observed, suite.tolerance)
+    if precision is not None and (precision.evidence["dtype"] != ["float64"] or not any(d.severity == "error" for d in diagnoses)):
+        diagnoses.append(precision)
     return _apply_severity(suite, diagnoses)
 
 
