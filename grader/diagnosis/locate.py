@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterator
 
 from grader.diagnosis.model import Diagnosis, Location
 
-MAX_BYTES = 1_000_000  # a submission larger than this is not parsed
+MAX_BYTES = 100_000  # a submission larger than this is not parsed (real ones are a few KB)
+MAX_NODES = 40_000  # nor one whose syntax tree is larger: locating must stay a few milliseconds
 MAX_LINE = 200  # characters of the source line kept in a location
 ALIAS_DEPTH = 6  # how many simple assignments a name is followed through
 
@@ -50,6 +51,8 @@ class Source:
     roles: dict[str, str] = field(default_factory=dict)  # parameter name -> "Q" / "K" / "V"
     aliases: dict[str, ast.expr] = field(default_factory=dict)  # name -> the expression last assigned to it
     scope: dict[int, int] = field(default_factory=dict)  # id(node) -> rank: 0 graded function, 1 other code, 2 demo code
+    all_nodes: list[ast.AST] = field(default_factory=list)
+    by_kind: dict[tuple[type, ...], list[Any]] = field(default_factory=dict)
 
     def location(self, node: ast.AST) -> Location | None:
         line = getattr(node, "lineno", None)
@@ -78,8 +81,7 @@ def parse(path: Path, function: str) -> Source | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None
     source = Source(str(path), text.splitlines(), tree, function)
-    _index(source)
-    return source
+    return source if _index(source) else None
 
 
 def attach_locations(path: Path, diagnoses: list[Diagnosis], function: str = "attention") -> list[Diagnosis]:
@@ -159,7 +161,8 @@ def _graded_def(source: Source) -> ast.FunctionDef | ast.AsyncFunctionDef | None
     return target
 
 
-def _index(source: Source) -> None:
+def _index(source: Source) -> bool:
+    """Roles, aliases and the rank of every node; False if the tree is too large to search."""
     graded = _graded_def(source)
     if graded is not None:
         params = [a.arg for a in graded.args.posonlyargs + graded.args.args]
@@ -171,12 +174,15 @@ def _index(source: Source) -> None:
     # Breadth-first with the rank of the enclosing code: the graded function first.
     stack: list[tuple[ast.AST, int]] = [(source.tree, 1)]
     while stack:
+        if len(source.scope) > MAX_NODES:
+            return False
         node, rank = stack.pop()
         if node is graded:
             rank = 0
         elif _is_main_block(node):
             rank = 2
         source.scope[id(node)] = rank
+        source.all_nodes.append(node)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and rank < 2:
             source.aliases[node.targets[0].id] = node.value
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and rank < 2:
@@ -188,12 +194,16 @@ def _index(source: Source) -> None:
                 if keyword_default is not None:
                     source.aliases.setdefault(arg.arg, keyword_default)
         stack.extend((child, rank) for child in ast.iter_child_nodes(node))
+    return True
 
 
 def _nodes(source: Source, kind: type | tuple[type, ...]) -> list[Any]:
     """Nodes of a kind outside demo code, the graded function's first, then in line order."""
-    found = [n for n in ast.walk(source.tree) if isinstance(n, kind) and source.scope.get(id(n), 1) < 2]
-    return sorted(found, key=lambda n: (source.scope.get(id(n), 1), getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+    key = kind if isinstance(kind, tuple) else (kind,)
+    if key not in source.by_kind:
+        found = [n for n in source.all_nodes if isinstance(n, kind) and source.scope.get(id(n), 1) < 2]
+        source.by_kind[key] = sorted(found, key=lambda n: (source.scope.get(id(n), 1), getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+    return source.by_kind[key]
 
 
 # ---------------------------------------------------------------------------------------------
