@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from grader.attention import softmax
-from grader.diagnosis.catalogue import REFERENCE, Variant, all_variants
+from grader.diagnosis.catalogue import REFERENCE, all_variants
 from grader.diagnosis.engine import name_mistakes
 from grader.diagnosis.scale_fit import fit_scale
 from grader.probes import Probe, identity_values

@@ -132,7 +132,8 @@ def _by_group(ev: Evidence, variants: list[Variant], names: list[str], failed: t
         else:
             # Past a group that nothing explains, a mistake of the catalogue would have to appear
             # beside an unknown one; only the variant found so far is held against the rest.
-            variant = base if all(ev.matches(base or REFERENCE, n) for n in members) else None
+            candidate = base or REFERENCE
+            variant = candidate if all(ev.matches(candidate, n) for n in members) else None
         if variant is not None:
             base = variant
             explained += members
@@ -188,7 +189,3 @@ def _unexplained_checks(checks: list[CheckResult], failed: tuple[str, ...]) -> D
                 return Diagnosis.of("values-mismatch", f"{check.id}, {case.case}: {case.summary}", {"check": check.id, "case": case.case, **case.mismatch.as_dict()}, failed)
     first = next(c for c in checks if c.id in failed)
     return Diagnosis.of("values-mismatch", f"{first.id}: {first.summary}", {"check": first.id}, failed)
-
-
-def tolerance_note(tolerance: Tolerance) -> str:
-    return f"|actual - expected| <= {tolerance.atol:g} + {tolerance.rtol:g} * |expected|"
