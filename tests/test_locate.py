@@ -28,6 +28,8 @@ def located(path: Path, name: str, **evidence: object) -> str | None:
         ("buggy/scale-k-shape1.py", "scale-by-seq-len", "K.shape[1]"),
         ("buggy/scale-len-q0.py", "scale-by-seq-len", "math.sqrt(dk)"),
         ("buggy/scale-by-dv.py", "scale-by-dv", "V.shape[-1]"),
+        ("buggy/scale-v-shape1.py", "scale-by-dv", "V.shape[1]"),
+        ("buggy/scale-v-shape1.py", "scale-by-seq-len", "V.shape[1]"),
         ("buggy/scale-constant.py", "scale-constant", "/ 8.0"),
         ("buggy/scale-other.py", "scale-other", "** 0.25"),
         ("buggy/scale-log-dk.py", "scale-other", "np.log(d_k)"),

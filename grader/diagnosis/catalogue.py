@@ -95,6 +95,7 @@ SCALE = Axis(
         Option("sqrt(d_k)", "scale-multiplied", lambda Q, K, V: math.sqrt(Q.shape[-1]), "multiplies the scores by sqrt(d_k)"),
         Option("1/sqrt(d_v)", "scale-by-dv", _inverse_root(SIZES["d_v"]), "divides by sqrt(d_v), the value size"),
         Option("1/d_v", "scale-by-dv", _inverse(SIZES["d_v"]), "divides by d_v, the value size"),
+        Option("1/sqrt(V.shape[1])", "scale-by-dv", _inverse_root(_axis_size(2, 1)), "divides by sqrt(V.shape[1]): d_v on a single sequence, a token or head count on a batch", ("scale-by-seq-len",)),
     ),
 )
 

@@ -30,7 +30,7 @@ ALIAS_DEPTH = 6  # how many simple assignments a name is followed through
 # Which size an index into a shape gives, by role: Q.shape[-1] is d_k, K.shape[-2] is T_k, ...
 AXIS_SIZES = {
     ("Q", -1): "d_k", ("K", -1): "d_k", ("Q", -2): "T_q", ("K", -2): "T_k", ("V", -2): "T_k", ("V", -1): "d_v",
-    ("Q", 0): "shape0", ("K", 0): "shape0", ("V", 0): "shape0", ("Q", 1): "shape1", ("K", 1): "shape1", ("V", 1): "shape1",
+    ("Q", 0): "shape0", ("K", 0): "shape0", ("V", 0): "shape0", ("Q", 1): "shape1", ("K", 1): "shape1", ("V", 1): "V1",
 }
 
 
@@ -530,8 +530,8 @@ def find_allocation(source: Source, d: Diagnosis) -> ast.AST | None:
 FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
     "scale-by-dk": _scale_finder(lambda f: f.base in ("d_k", "shape1") and _exponent_near(f.power, -1.0)),
     "scale-multiplied": _scale_finder(lambda f: f.base == "d_k" and f.power > 0),
-    "scale-by-seq-len": _scale_finder(lambda f: f.base in ("T_q", "T_k", "shape0", "shape1") and f.power < 0),
-    "scale-by-dv": _scale_finder(lambda f: f.base == "d_v"),
+    "scale-by-seq-len": _scale_finder(lambda f: f.base in ("T_q", "T_k", "shape0", "shape1", "V1") and f.power < 0),
+    "scale-by-dv": _scale_finder(lambda f: f.base in ("d_v", "V1")),
     "scale-constant": _scale_finder(lambda f: f.base == "const"),
     "scale-other": _scale_finder(lambda f: f.base in ("d_k", "?") and not _exponent_near(f.power, -0.5)),
     "scale-missing": find_scale_missing,
