@@ -179,16 +179,11 @@ def agrees_stack(actual: np.ndarray, predicted: np.ndarray, tolerance: Tolerance
     return same_places & same_kind & within
 
 
-def agrees(actual: np.ndarray, predicted: np.ndarray, tolerance: Tolerance, loose: bool = False) -> bool:
-    """:func:`agrees_stack` for one prediction."""
-    with np.errstate(all="ignore"):
-        return bool(agrees_stack(actual.astype(np.float64), predicted[None], tolerance, loose)[0])
-
-
 def discrimination(probe: Probe) -> tuple[int, ...]:
-    """Sort key: the probes that tell the most mistakes apart first. A real V (the identity hides
-    returns-weights), all sizes different (equal sizes hide which one a scale used), a batch (hides
-    nothing a single sequence shows, and shows the transpose); large and fresh probes last."""
+    """Sort key: the probes that tell the most mistakes apart first. All sizes different (equal
+    sizes hide which one a scale used); the weights themselves (V = identity) before an output
+    (a real V, which alone shows returns-weights, follows right after); a batch before a single
+    sequence of the same kind (it shows the transpose too); large and fresh probes last."""
     sizes = {probe.Q.shape[-2], probe.K.shape[-2], probe.Q.shape[-1], probe.V.shape[-1]}
     return (int(probe.magnitude > 1.0), int(probe.fresh), -len(sizes), int(probe.kind != "identity"), -probe.Q.ndim)
 
