@@ -15,6 +15,7 @@ from typing import Iterator
 
 from grader.checks import run_checks
 from grader.diagnosis.engine import diagnose
+from grader.diagnosis.locate import attach_locations
 from grader.entry import EntryError, conventional_file, resolve_entry
 from grader.errors import UsageError
 from grader.frameworks import compile_allowance
@@ -125,8 +126,9 @@ def grade_file(path: Path, prepared: Prepared, root: Path | None = None) -> Repo
             extra["returns"] = "(output, weights)" if order == "output-first" else "(weights, output)"
         if root is not None:
             extra["candidate"] = str(root)
-    checks = run_checks(suite, prepared.refs, run)
-    diagnoses = diagnose(suite, prepared.probes, run, checks)
+    checks = run_checks(suite, prepared.refs, run, prepared.probes)
+    notebook = None if isinstance(submission, Unloadable) else submission.notebook
+    diagnoses = attach_locations(path, diagnose(suite, prepared.probes, run, checks), prepared.function, notebook)
     passed = all(c.passed for c in checks) and not any(d.severity == "error" for d in diagnoses)
     return Report(
         path=str(path),
@@ -159,7 +161,7 @@ def grade_candidate_minimal(folder: Path, prepared: Prepared) -> Report:
 
 def grade_unloadable(path: Path, prepared: Prepared, problem: Unloadable) -> Report:
     run = _unloadable_run(problem)
-    checks = run_checks(prepared.suite, prepared.refs, run)
+    checks = run_checks(prepared.suite, prepared.refs, run, prepared.probes)
     diagnoses = diagnose(prepared.suite, prepared.probes, run, checks)
     return Report(
         path=str(path), function=prepared.function, suite=prepared.suite.name, passed=False, score=0.0,

@@ -1,34 +1,67 @@
 """Probes: the named input triples the worker calls the submission on.
 
-Two probes per case:
+For a stored case, up to two probes:
 
 * ``CASE/values``: the stored Q, K, V; the output is compared with the stored output;
 * ``CASE/identity``: the stored Q and K with V = the identity of size T_k. Then
   ``weights @ V = weights``, so the output *is* the attention weight matrix: the weights become
   observable through the public signature, with no hook into the submission.
+
+Some checks ask more of a probe: ``repeat=2`` calls it twice on fresh copies of the same inputs
+(determinism), ``return_inputs`` sends back Q, K and V as they were after the call (mutation).
+Asked by several checks, a probe is run once with the union of what they asked.
+
+The ``fresh`` check adds cases that exist nowhere on disk: shapes and values are drawn at grading
+time from a seed taken from the operating system's randomness and never written anywhere, so a
+submission that replays stored answers cannot pass them. Their expected values are computed in
+the grader with the float64 reference (``grader.attention.attention``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from grader.refdata import ReferenceSet
-from grader.suite import Suite
+from grader.refdata import GRID, ReferenceSet
+from grader.suite import Shape, Suite, Tolerance
+
+# Which probes each check kind needs for each of its cases: (probe kind, repeat, return_inputs).
+NEEDS: dict[str, tuple[tuple[str, int, bool], ...]] = {
+    "load": (),
+    "shape": (("values", 1, False), ("identity", 1, False)),
+    "weights": (("values", 1, False), ("identity", 1, False)),
+    "outputs": (("values", 1, False), ("identity", 1, False)),
+    "batch": (("values", 1, False), ("identity", 1, False)),
+    "cross": (("values", 1, False), ("identity", 1, False)),
+    "stability": (("values", 1, False), ("identity", 1, False)),
+    "mutation": (("values", 1, True),),
+    "determinism": (("values", 2, False),),
+}
+
+FRESH_PREFIX = "fresh-"
+FRESH_SIZES = (2, 16)  # token and value sizes of fresh cases are drawn from this range
+FRESH_DK = (2, 48)  # key sizes from this one: away from the stored head sizes too
 
 
 @dataclass(frozen=True)
 class Probe:
     name: str
     case: str
-    kind: str  # "values", "identity", ...
+    kind: str  # "values", "identity"
     Q: np.ndarray
     K: np.ndarray
     V: np.ndarray
     repeat: int = 1
     return_inputs: bool = False
-    mask: np.ndarray | None = None  # issue 6: a boolean mask (True = keep) of shape (..., T_q, T_k)
+    magnitude: float = 1.0  # the spread of the inputs: large ones test the softmax's stability
+    fresh: bool = False  # drawn at grading time: no stored answer exists
+    mask: np.ndarray | None = None  # a boolean mask (True = keep) of shape (..., T_q, T_k)
+
+    @property
+    def batched(self) -> bool:
+        return self.Q.ndim > 2
 
 
 def identity_values(tk: int, batch: tuple[int, ...]) -> np.ndarray:
@@ -39,20 +72,82 @@ def probe_name(case: str, kind: str) -> str:
     return f"{case}/{kind}"
 
 
-def build_probes(suite: Suite, refs: ReferenceSet) -> list[Probe]:
-    """Every probe the suite's checks need, each once, in the order of the checks."""
+def _add(probes: dict[str, Probe], probe: Probe) -> None:
+    known = probes.get(probe.name)
+    if known is None:
+        probes[probe.name] = probe
+    else:
+        probes[probe.name] = replace(known, repeat=max(known.repeat, probe.repeat), return_inputs=known.return_inputs or probe.return_inputs)
+
+
+def build_probes(suite: Suite, refs: ReferenceSet, fresh_seed: int | None = None) -> list[Probe]:
+    """Every probe the suite's checks need, each once, in the order of the checks.
+
+    ``fresh_seed`` is for tests only; by default the fresh cases come from a seed drawn with
+    ``secrets`` that is kept nowhere.
+    """
     probes: dict[str, Probe] = {}
     for check in suite.checks:
+        if check.kind == "fresh":
+            # A take-home without batches (groups: {batch: false}) gets single sequences only.
+            for probe in fresh_probes(fresh_seed, batched="batch" not in suite.groups_off):
+                _add(probes, probe)
+            continue
         for case_name in check.cases:
             data = refs.cases[case_name]
-            if check.kind == "mask":  # issue 6: masked cases have their own probes
+            if check.kind == "mask":  # masked cases have their own probes
                 from grader.masks import mask_probes
 
                 for probe in mask_probes(data):
-                    probes.setdefault(probe.name, probe)
+                    _add(probes, probe)
                 continue
-            for kind, V in (("values", data.V), ("identity", identity_values(data.case.shape.tk, data.case.shape.batch))):
-                name = probe_name(case_name, kind)
-                if name not in probes:
-                    probes[name] = Probe(name=name, case=case_name, kind=kind, Q=data.Q, K=data.K, V=V)
+            shape = data.case.shape
+            for kind, repeat, return_inputs in NEEDS[check.kind]:
+                V = data.V if kind == "values" else identity_values(shape.tk, shape.batch)
+                probe = Probe(probe_name(case_name, kind), case_name, kind, data.Q, data.K, V, repeat, return_inputs, data.case.magnitude)
+                _add(probes, probe)
     return list(probes.values())
+
+
+def _distinct_sizes(rng: np.random.Generator, batch: tuple[int, ...]) -> Shape:
+    """T_q, T_k, d_k and d_v all different, and different from the batch sizes, so that any mix-up
+    of two axes shows."""
+    while True:
+        tq, tk, dv = (int(n) for n in rng.integers(FRESH_SIZES[0], FRESH_SIZES[1] + 1, size=3))
+        dk = int(rng.integers(FRESH_DK[0], FRESH_DK[1] + 1))
+        sizes = [tq, tk, dk, dv, *batch]
+        if len(set(sizes)) == len(sizes):
+            return Shape(batch=batch, tq=tq, tk=tk, dk=dk, dv=dv)
+
+
+def fresh_shapes(rng: np.random.Generator) -> list[Shape]:
+    """A single sequence, a batch and a multi-head batch."""
+    b = int(rng.integers(2, 5))
+    h = int(rng.integers(2, 5))
+    while h == b:
+        h = int(rng.integers(2, 5))
+    return [_distinct_sizes(rng, ()), _distinct_sizes(rng, (b,)), _distinct_sizes(rng, (b, h))]
+
+
+def fresh_probes(seed: int | None = None, batched: bool = True) -> list[Probe]:
+    rng = np.random.default_rng(secrets.randbits(128) if seed is None else seed)
+    probes = []
+    for i, shape in enumerate(fresh_shapes(rng), start=1):
+        if shape.batch and not batched:
+            continue
+        Q, K, V = (np.round(rng.standard_normal(dims) * GRID) / GRID for dims in (shape.q(), shape.k(), shape.v()))
+        case = f"{FRESH_PREFIX}{i}"
+        probes.append(Probe(probe_name(case, "values"), case, "values", Q, K, V, fresh=True))
+        probes.append(Probe(probe_name(case, "identity"), case, "identity", Q, K, identity_values(shape.tk, shape.batch), fresh=True))
+    return probes
+
+
+# Large inputs make scores of thousands: a correct float32 implementation then differs from the
+# float64 reference by more than the suite's tight tolerance (the inputs themselves are ~64 times
+# larger), so those probes are judged on finiteness, row sums and this looser closeness.
+LARGE_TOLERANCE = Tolerance(rtol=1e-3, atol=1e-4)
+
+
+def tolerance_for(probe: Probe, tolerance: Tolerance) -> Tolerance:
+    """The suite's tolerance, or the looser one for large-input probes."""
+    return LARGE_TOLERANCE if probe.magnitude > 1.0 else tolerance

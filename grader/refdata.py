@@ -76,7 +76,7 @@ def make_inputs(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     shape = case.shape
     arrays = []
     for dims in (shape.q(), shape.k(), shape.v()):
-        arrays.append(np.round(rng.standard_normal(dims) * GRID) / GRID)
+        arrays.append(np.round(rng.standard_normal(dims) * (case.magnitude * GRID)) / GRID)
     return arrays[0], arrays[1], arrays[2]
 
 
@@ -96,7 +96,7 @@ def build_files(suite: Suite) -> dict[str, bytes]:
             files[f"{name}.{label}.npy"] = _npy_bytes(array)
     manifest = {
         "suite": suite.name,
-        "cases_digest": suite.digest(),
+        "cases": suite.case_digests(),
         "files": {n: hashlib.sha256(b).hexdigest() for n, b in sorted(files.items())},
     }
     files[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
@@ -146,13 +146,16 @@ def load_references(suite: Suite, directory: Path | None = None) -> ReferenceSet
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         expected_files = dict(manifest["files"])
-        digest = manifest["cases_digest"]
+        stored_cases = dict(manifest["cases"])
     except FileNotFoundError:
         raise ReferenceDataError(f"{manifest_path}: reference manifest missing; {hint}") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ReferenceDataError(f"{manifest_path}: unreadable reference manifest ({type(exc).__name__}); {hint}") from None
-    if digest != suite.digest():
-        raise ReferenceDataError(f"{manifest_path}: references were made for other cases than suite '{suite.name}'; {hint}")
+    for name, digest in suite.case_digests().items():
+        # A suite may use any subset of a folder's cases, each exactly as it was generated.
+        if stored_cases.get(name) != digest:
+            why = "has no case" if name not in stored_cases else "was made for another definition of case"
+            raise ReferenceDataError(f"{manifest_path}: references were made for other cases than suite '{suite.name}' (it {why} '{name}'); {hint}")
     cases: dict[str, CaseData] = {}
     for name, case in suite.cases.items():
         arrays: dict[str, np.ndarray] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -18,10 +19,15 @@ import yaml
 from grader.entry import Entry, parse_entry
 from grader.errors import SuiteError
 
-CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch", "mask")
+CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch", "cross", "stability", "mutation", "determinism", "fresh", "mask")
+# Kinds that need no stored case: `fresh` draws its own inputs at grading time.
+CASELESS_KINDS = ("load", "fresh")
 SEVERITIES = ("error", "warning", "off")
 # issue 6: check groups a task author turns on or off with `groups:`; load and shape always run.
-GROUP_OF_KIND = {"weights": "values", "outputs": "values", "batch": "batch", "mask": "masks"}
+GROUP_OF_KIND = {
+    "weights": "values", "outputs": "values", "cross": "values", "stability": "values", "fresh": "values",
+    "batch": "batch", "mask": "masks",
+}
 GROUPS = ("values", "batch", "masks")
 FRAMEWORK_SETTINGS = ("auto", "numpy", "torch", "jax")
 
@@ -76,7 +82,8 @@ class Case:
     name: str
     seed: int
     shape: Shape
-    mask: MaskSpec | None = None  # issue 6
+    magnitude: float = 1.0  # inputs are drawn with this standard deviation (large scores for stability)
+    mask: MaskSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -120,21 +127,28 @@ class Suite:
     entry: Entry | None = None
     framework: str = "auto"
     disabled: tuple[str, ...] = ()  # ids of the checks turned off (by `groups:` or `enabled: false`)
+    groups_off: tuple[str, ...] = ()  # the groups turned off: with `batch` off, fresh cases are single sequences
 
     @property
     def max_score(self) -> float:
         return float(sum(c.points for c in self.checks))
 
+    def case_digests(self) -> dict[str, str]:
+        """What each case's stored references depend on (its seed, sizes, magnitude and mask), so
+        that a suite may use any subset of the cases a reference folder holds."""
+        out = {}
+        for n, c in sorted(self.cases.items()):
+            data: dict[str, Any] = {"seed": c.seed, "batch": list(c.shape.batch), "tq": c.shape.tq, "tk": c.shape.tk, "dk": c.shape.dk, "dv": c.shape.dv}
+            if c.magnitude != 1.0:
+                data["magnitude"] = c.magnitude
+            if c.mask is not None:
+                data["mask"] = {"kind": c.mask.kind, "lengths": list(c.mask.lengths)}
+            out[n] = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+        return out
+
     def digest(self) -> str:
         """Identifies what the stored references depend on: the cases and nothing else."""
-        cases: dict[str, dict[str, Any]] = {
-            n: {"seed": c.seed, "batch": list(c.shape.batch), "tq": c.shape.tq, "tk": c.shape.tk, "dk": c.shape.dk, "dv": c.shape.dv}
-            for n, c in sorted(self.cases.items())
-        }
-        for n, c in self.cases.items():
-            if c.mask is not None:  # only masked cases carry the key: unmasked digests stay as they were
-                cases[n]["mask"] = {"kind": c.mask.kind, "lengths": list(c.mask.lengths)}
-        return hashlib.sha256(json.dumps(cases, sort_keys=True).encode()).hexdigest()
+        return hashlib.sha256(json.dumps(self.case_digests(), sort_keys=True).encode()).hexdigest()
 
     def fingerprint(self) -> str:
         """Identifies everything that can change a verdict (for caches of results)."""
@@ -144,6 +158,7 @@ class Suite:
             "checks": [(c.id, c.kind, c.points, c.cases, c.requires) for c in self.checks],
             "tolerance": (self.tolerance.rtol, self.tolerance.atol),
             "severity": sorted(self.severity.items()),
+            "groups_off": list(self.groups_off),
             "version": self.version,
             "entry": str(self.entry) if self.entry else None,
             "framework": self.framework,
@@ -233,7 +248,7 @@ def _str(doc: _Doc, value: Any, path: tuple[str, ...]) -> str:
 
 def _case(doc: _Doc, name: str, raw: Any) -> Case:
     path = ("cases", name)
-    raw = _mapping(doc, raw, path, {"seed": True, "shape": True, "mask": False})
+    raw = _mapping(doc, raw, path, {"seed": True, "shape": True, "magnitude": False, "mask": False})
     shape_raw = _mapping(doc, raw["shape"], path + ("shape",), {"batch": False, "tq": True, "tk": True, "dk": True, "dv": True})
     batch_raw = shape_raw.get("batch", [])
     if not isinstance(batch_raw, list):
@@ -248,8 +263,13 @@ def _case(doc: _Doc, name: str, raw: Any) -> Case:
         total *= n
     if total > 4_000_000 or max(sizes.values()) > 4096:
         raise doc.error(path + ("shape",), "case too large (keep each array under 4 million elements, sizes under 4096)")
+    magnitude = _number(doc, raw.get("magnitude", 1.0), path + ("magnitude",), 1.0)
+    if magnitude > 1024 or magnitude != 2.0 ** round(math.log2(magnitude)):
+        # A power of two keeps the rounded inputs on a grid where every dot product stays exact.
+        raise doc.error(path + ("magnitude",), f"expected a power of two from 1 to 1024, got {magnitude:g}")
     mask = _mask(doc, raw["mask"], path + ("mask",), shape) if "mask" in raw else None
-    return Case(name=name, seed=_int(doc, raw["seed"], path + ("seed",)), shape=shape, mask=mask)
+    seed = _int(doc, raw["seed"], path + ("seed",))
+    return Case(name=name, seed=seed, shape=shape, magnitude=magnitude, mask=mask)
 
 
 def _mask(doc: _Doc, raw: Any, path: tuple[str, ...], shape: Shape) -> MaskSpec:
@@ -298,7 +318,7 @@ def _check(doc: _Doc, index: int, raw: Any, cases: dict[str, Case], earlier: lis
     for i, n in enumerate(names):
         if n not in cases:
             raise doc.error(path + ("cases", str(i)) if "cases" in raw else path + ("case",), f"unknown case '{n}'")
-    if kind != "load" and not names:
+    if kind not in CASELESS_KINDS and not names:
         raise doc.error(path, f"a '{kind}' check needs 'case' or 'cases'")
     if kind == "mask":
         for n in names:
@@ -311,10 +331,17 @@ def _check(doc: _Doc, index: int, raw: Any, cases: dict[str, Case], earlier: lis
         for n in names:
             if not cases[n].shape.batch:
                 raise doc.error(path, f"case '{n}' has no batch axes; a batch check needs them")
-    elif kind in ("shape", "weights", "outputs"):
+    elif kind in ("shape", "weights", "outputs", "cross"):
         for n in names:
             if cases[n].shape.batch:
                 raise doc.error(path, f"case '{n}' is batched; a '{kind}' check takes single-sequence cases")
+    if kind == "cross":
+        for n in names:
+            s = cases[n].shape
+            if s.tq == s.tk or s.dk == s.dv:
+                raise doc.error(path, f"case '{n}' needs T_q != T_k and d_k != d_v for a cross-attention check")
+    if kind == "fresh" and names:
+        raise doc.error(path, "a 'fresh' check draws its own inputs at grading time; give it no cases")
     requires_raw = raw.get("requires", [])
     if not isinstance(requires_raw, list):
         raise doc.error(path + ("requires",), "expected a list of check ids")
@@ -373,7 +400,7 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
     checks: list[CheckSpec] = []
     for i, raw_check in enumerate(top["checks"]):
         checks.append(_check(doc, i, raw_check, cases, [c.id for c in checks]))
-    checks, disabled = _enabled_checks(doc, top, checks)
+    checks, disabled, groups_off = _enabled_checks(doc, top, checks)
     tol_raw = _mapping(doc, top.get("tolerance", {}), ("tolerance",), {"rtol": False, "atol": False})
     tolerance = Tolerance(
         rtol=_number(doc, tol_raw.get("rtol", 1e-4), ("tolerance", "rtol")),
@@ -427,10 +454,11 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
         entry=entry,
         framework=framework,
         disabled=disabled,
+        groups_off=groups_off,
     )
 
 
-def _enabled_checks(doc: _Doc, top: dict[str, Any], checks: list[CheckSpec]) -> tuple[list[CheckSpec], tuple[str, ...]]:
+def _enabled_checks(doc: _Doc, top: dict[str, Any], checks: list[CheckSpec]) -> tuple[list[CheckSpec], tuple[str, ...], tuple[str, ...]]:
     """Drop the checks whose group is off (``groups: {batch: false}``) or that say
     ``enabled: false``. A requirement on a dropped check is dropped with it: what does not run
     cannot block anything."""
@@ -444,7 +472,7 @@ def _enabled_checks(doc: _Doc, top: dict[str, Any], checks: list[CheckSpec]) -> 
     kept = [replace(c, requires=tuple(r for r in c.requires if r not in off)) for c in checks if c.id not in off]
     if not kept:
         raise doc.error(("checks",), "every check is turned off; at least one must run")
-    return kept, tuple(c.id for c in checks if c.id in off)
+    return kept, tuple(c.id for c in checks if c.id in off), tuple(g for g, on in groups.items() if not on)
 
 
 def load_suite(path: Path) -> Suite:

@@ -35,3 +35,7 @@ def grade_path(prepared: Prepared):  # type: ignore[no-untyped-def]
 
 def error_names(report: Report) -> list[str]:
     return sorted(d.name for d in report.diagnoses if d.severity == "error")
+
+
+def warning_names(report: Report) -> list[str]:
+    return sorted(d.name for d in report.diagnoses if d.severity == "warning")

@@ -1,72 +1,59 @@
 """The diagnosis engine as a pure function: hand-made observations in, diagnoses out.
 
-No worker runs here: observations are built from the catalogue's own variants, so each test says
-exactly what the submission did and what must be concluded from it.
+No worker runs here: observations are built from the catalogue's own variants (or small
+implementations written here), so each test says exactly what the submission did and what must
+be concluded from it.
 """
 
 from __future__ import annotations
-
-from typing import Callable
 
 import numpy as np
 import pytest
 
 from grader.api import Prepared
 from grader.checks import run_checks
-from grader.diagnosis.catalogue import KEYS, REFERENCE, SCALE, Variant
+from grader.diagnosis.catalogue import REFERENCE, Variant, all_variants
 from grader.diagnosis.engine import diagnose
-from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, Observation, Value, WorkerRun
-
-Impl = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
-
-
-def observe(prepared: Prepared, impl: Impl, status: str = "completed") -> WorkerRun:
-    observations = {}
-    for probe in prepared.probes:
-        try:
-            out = impl(probe.Q.copy(), probe.K.copy(), probe.V.copy())
-            obs = Observation(probe.name, 0, "returned", 0.0, value=Value("numpy.ndarray", array=np.asarray(out)))
-        except Exception as exc:
-            obs = Observation(probe.name, 0, "raised", 0.0, error=ErrorInfo(type(exc).__name__, str(exc), line=3))
-        observations[(probe.name, 0)] = obs
-    return WorkerRun(status, LoadInfo(ok=True, callable_type="function", signature="(Q, K, V)"), observations, CapturedOutput("", 0, 0), 0.1)  # type: ignore[arg-type]
+from grader.diagnosis.model import Diagnosis
+from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, WorkerRun
+from observing import Impl, observe, visible_mistakes
 
 
-def names(prepared: Prepared, run: WorkerRun) -> list[str]:
-    checks = run_checks(prepared.suite, prepared.refs, run)
-    return [d.name for d in diagnose(prepared.suite, prepared.probes, run, checks)]
+def run_engine(prepared: Prepared, run: WorkerRun) -> list[Diagnosis]:
+    checks = run_checks(prepared.suite, prepared.refs, run, prepared.probes)
+    return diagnose(prepared.suite, prepared.probes, run, checks)
 
 
-def variant(scale: int, keys: int) -> Variant:
-    return Variant((SCALE.options[scale], KEYS.options[keys]))
+def names(prepared: Prepared, impl: Impl) -> list[str]:
+    return [d.name for d in run_engine(prepared, observe(prepared.probes, impl))]
 
 
-@pytest.mark.parametrize(
-    ("scale", "keys", "expected"),
-    [
-        (0, 0, []),
-        (1, 0, ["scale-by-dk"]),
-        (2, 0, ["scale-missing"]),
-        (0, 1, ["batch-transpose"]),
-        (1, 1, ["scale-by-dk", "batch-transpose"]),
-        (2, 1, ["scale-missing", "batch-transpose"]),
-    ],
-)
-def test_each_catalogue_variant_is_named_exactly(prepared: Prepared, scale: int, keys: int, expected: list[str]) -> None:
-    assert names(prepared, observe(prepared, variant(scale, keys))) == expected
+def errors(prepared: Prepared, impl: Impl) -> list[str]:
+    return sorted(d.name for d in run_engine(prepared, observe(prepared.probes, impl)) if d.severity == "error")
 
 
-def test_float32_reference_is_clean(prepared: Prepared) -> None:
+# Every variant with at most two mistakes is named exactly: its mistakes and nothing else.
+TWO_OR_FEWER = [v for v in all_variants() if len(v.deviations) <= 2]
+
+
+@pytest.mark.parametrize("variant", TWO_OR_FEWER, ids=[f"{v.label()}[{'|'.join(o.name for o in v.deviations)}]" for v in TWO_OR_FEWER])
+def test_each_catalogue_variant_is_named_exactly(prepared: Prepared, variant: Variant) -> None:
+    assert errors(prepared, variant) == sorted(visible_mistakes(variant, prepared.probes))
+
+
+def test_float32_reference_is_at_most_a_warning(prepared: Prepared) -> None:
     def f32(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
         return REFERENCE(Q.astype(np.float32), K.astype(np.float32), V.astype(np.float32)).astype(np.float32)
 
-    assert names(prepared, observe(prepared, f32)) == []
+    assert names(prepared, f32) == ["reduced-precision"]
+
+
+def test_exact_reference_is_clean(prepared: Prepared) -> None:
+    assert names(prepared, REFERENCE) == []
 
 
 def test_unknown_wrong_values_are_a_values_mismatch_with_numbers(prepared: Prepared) -> None:
-    run = observe(prepared, lambda Q, K, V: REFERENCE(Q, K, V) + 0.01)
-    checks = run_checks(prepared.suite, prepared.refs, run)
-    diagnoses = diagnose(prepared.suite, prepared.probes, run, checks)
+    diagnoses = run_engine(prepared, observe(prepared.probes, lambda Q, K, V: REFERENCE(Q, K, V) + 0.01))
     assert [d.name for d in diagnoses] == ["values-mismatch"]
     assert diagnoses[0].evidence["max_abs_diff"] == pytest.approx(0.01, rel=1e-3)
 
@@ -75,28 +62,95 @@ def test_raising_everywhere_is_a_crash_with_its_exception(prepared: Prepared) ->
     def broken(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
         raise KeyError("boom")
 
-    run = observe(prepared, broken)
-    checks = run_checks(prepared.suite, prepared.refs, run)
-    (d,) = diagnose(prepared.suite, prepared.probes, run, checks)
+    (d,) = run_engine(prepared, observe(prepared.probes, broken))
     assert d.name == "crash" and d.evidence["exception"] == "KeyError" and d.evidence["line"] == 3
+    assert "Q(" in d.message  # the input shape that raised
+
+
+def test_a_3d_only_transpose_is_a_crash_that_names_the_ranks(prepared: Prepared) -> None:
+    def three_d_only(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+        return REFERENCE.finish(REFERENCE.weights(Q, K.transpose(0, 2, 1).transpose(0, 2, 1), V), V)
+
+    (d,) = run_engine(prepared, observe(prepared.probes, three_d_only))
+    assert d.name == "crash"
+    assert "raises on 2-D, 4-D input, runs on 3-D input" in d.message
 
 
 def test_timeout_with_partial_observations(prepared: Prepared) -> None:
-    run = observe(prepared, REFERENCE)
+    run = observe(prepared.probes, REFERENCE)
     partial = dict(list(run.observations.items())[:3])
     stopped = WorkerRun("timeout", run.load, partial, run.output, 10.0, detail="no result within 10 s", last_probe=prepared.probes[3].name)
-    result = names(prepared, stopped)
-    assert result == ["timeout"]
+    assert [d.name for d in run_engine(prepared, stopped)] == ["timeout"]
 
 
 def test_wrong_shape_without_explanation_is_bad_return(prepared: Prepared) -> None:
-    assert names(prepared, observe(prepared, lambda Q, K, V: REFERENCE(Q, K, V).reshape(-1))) == ["bad-return"]
+    assert names(prepared, lambda Q, K, V: REFERENCE(Q, K, V).reshape(-1)) == ["bad-return"]
 
 
 def test_load_failures(prepared: Prepared) -> None:
     missing = WorkerRun("completed", LoadInfo(ok=False, reason="function-missing", available=("attn",)), {}, CapturedOutput("", 0, 0), 0.1)
-    assert names(prepared, missing) == ["function-missing"]
+    assert [d.name for d in run_engine(prepared, missing)] == ["function-missing"]
     broken = WorkerRun("completed", LoadInfo(ok=False, reason="load-error", error=ErrorInfo("SyntaxError", "bad", 4)), {}, CapturedOutput("", 0, 0), 0.1)
-    assert names(prepared, broken) == ["load-error"]
+    assert [d.name for d in run_engine(prepared, broken)] == ["load-error"]
     wrong_arity = WorkerRun("completed", LoadInfo(ok=True, signature="(Q, K)", accepts_three=False, signature_error="too many"), {}, CapturedOutput("", 0, 0), 0.1)
-    assert names(prepared, wrong_arity) == ["function-missing"]
+    assert [d.name for d in run_engine(prepared, wrong_arity)] == ["function-missing"]
+
+
+# -- mistakes the catalogue cannot replay -------------------------------------------------------
+
+
+def test_in_place_scaling_is_input_mutated_with_the_factor(prepared: Prepared) -> None:
+    def scales_q(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+        Q /= np.sqrt(Q.shape[-1])
+        return REFERENCE.finish(REFERENCE.weights(Q * np.sqrt(Q.shape[-1]), K, V), V)
+
+    (d,) = run_engine(prepared, observe(prepared.probes, scales_q))
+    assert d.name == "input-mutated"
+    assert d.evidence["array"] == "Q"
+    assert d.evidence["factor"] == pytest.approx(0.5)  # single: d_k = 4
+
+
+def test_random_noise_is_nondeterministic_not_a_values_mismatch(prepared: Prepared) -> None:
+    rng = np.random.default_rng(0)
+
+    def dropout(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+        w = REFERENCE.weights(Q, K, V)
+        return (w * (rng.random(w.shape) > 0.1) / 0.9) @ V
+
+    assert errors(prepared, dropout) == ["nondeterministic"]
+
+
+def test_right_on_stored_cases_wrong_on_fresh_ones_is_hardcoded(prepared: Prepared) -> None:
+    stored = {(p.Q.tobytes(), p.V.tobytes()): REFERENCE(p.Q, p.K, p.V) for p in prepared.probes if not p.fresh}
+
+    def replay(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+        known = stored.get((Q.tobytes(), V.tobytes()))
+        return known if known is not None else np.zeros((*Q.shape[:-1], V.shape[-1]))
+
+    found = run_engine(prepared, observe(prepared.probes, replay))
+    assert [d.name for d in found] == ["hardcoded"]
+    assert found[0].evidence["stored_probes"] >= 15 and found[0].evidence["fresh_failing"] >= 1
+
+
+def test_a_constant_scale_reports_the_same_fit_at_every_head_size(prepared: Prepared) -> None:
+    def eighth(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+        from grader.attention import softmax
+
+        return softmax(Q @ np.swapaxes(K, -1, -2) / 8.0) @ V
+
+    (d,) = run_engine(prepared, observe(prepared.probes, eighth))
+    assert d.name == "scale-constant"
+    fits = [p["scale"] for p in d.evidence["fitted_scales"]]
+    assert len({p["d_k"] for p in d.evidence["fitted_scales"]}) >= 3
+    assert all(f == pytest.approx(0.125, rel=1e-3) for f in fits)
+
+
+def test_a_fourth_root_is_scale_other_with_its_formula(prepared: Prepared) -> None:
+    def fourth_root(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+        from grader.attention import softmax
+
+        return softmax(Q @ np.swapaxes(K, -1, -2) / Q.shape[-1] ** 0.25) @ V
+
+    (d,) = run_engine(prepared, observe(prepared.probes, fourth_root))
+    assert d.name == "scale-other"
+    assert d.evidence["formula"] == "d_k^-1/4"

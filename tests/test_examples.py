@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import EXAMPLES, error_names
+from conftest import EXAMPLES, error_names, warning_names
 
 LABELS = yaml.safe_load((EXAMPLES / "labels.yaml").read_text())
 SLOW = {"timeout.py"}  # needs the wall-clock limit to pass: graded with a short limit below
@@ -18,6 +18,8 @@ def test_example_is_graded_as_labelled(name: str, grade_path) -> None:  # type: 
     report = grade_path(EXAMPLES / name)
     assert report.passed is LABELS[name]["passed"]
     assert error_names(report) == sorted(LABELS[name]["diagnoses"])
+    if "warnings" in LABELS[name]:
+        assert warning_names(report) == sorted(LABELS[name]["warnings"])
 
 
 def test_timeout_example_is_stopped(prepared) -> None:  # type: ignore[no-untyped-def]

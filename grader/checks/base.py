@@ -14,8 +14,9 @@ import numpy as np
 
 from grader.compare import Mismatch, compare
 from grader.observation import Observation, WorkerRun
+from grader.probes import Probe
 from grader.refdata import ReferenceSet
-from grader.suite import CheckSpec, Suite
+from grader.suite import CheckSpec, Suite, Tolerance
 
 Outcome = Literal["passed", "failed", "skipped", "error"]
 
@@ -57,6 +58,7 @@ class CheckContext:
     refs: ReferenceSet
     run: WorkerRun
     previous: dict[str, CheckResult]
+    probes: dict[str, Probe] = field(default_factory=dict)  # by name: fresh cases exist only here
 
 
 class Check(Protocol):
@@ -110,12 +112,12 @@ def returned_array(obs: Observation | None, ctx: CheckContext, expected_shape: t
     return array, ""
 
 
-def compare_probe(ctx: CheckContext, case: str, probe: str, what: str, expected: np.ndarray) -> CaseResult:
+def compare_probe(ctx: CheckContext, case: str, probe: str, what: str, expected: np.ndarray, tolerance: Tolerance | None = None) -> CaseResult:
     obs = ctx.run.get(probe)
     array, problem = returned_array(obs, ctx, expected.shape)
     if array is None:
         return CaseResult(case, probe, what, False, problem, expected=expected)
-    mismatch = compare(array, expected, ctx.suite.tolerance)
+    mismatch = compare(array, expected, tolerance or ctx.suite.tolerance)
     return CaseResult(case, probe, what, mismatch.ok, mismatch.describe(), mismatch, actual=array, expected=expected)
 
 

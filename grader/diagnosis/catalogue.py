@@ -1,9 +1,14 @@
 """The catalogue of known mistakes, as variants of the reference.
 
-A variant picks one option on each axis (how the scores are scaled, how the keys are transposed,
-...); the default option of every axis is the correct reference. Each non-default option is one
-named mistake. Replaying variants on the same inputs as the submission, in the grader's own
-process, tells which set of mistakes reproduces what the submission did on every probe.
+A variant picks one option on each axis (how the scores are scaled, how they are formed from Q
+and K, which axis the softmax normalises, whether it subtracts the maximum, what is returned);
+the first option of every axis is the correct reference. Each other option is one named mistake.
+Replaying variants on the same inputs as the submission, in the grader's own process, tells which
+set of mistakes reproduces what the submission did on every probe, exceptions included.
+
+Scale factors no fixed option covers (a constant, a power of d_k) are fitted from the submission's
+weights by the engine and added as extra options of the scale axis for that submission only
+(:func:`fitted_scale_option`); the replay then has to confirm them on every probe like any other.
 
 To add a mistake: add an Option to an axis (or a new Axis), whose ``diagnosis`` names a Rule.
 """
@@ -12,24 +17,29 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable
 
 import numpy as np
 
-from grader.attention import softmax
-
 Array = np.ndarray
-ScaleFn = Callable[[Array, Array, Array], float]
-KeysFn = Callable[[Array], Array]
+Size = Callable[[Array, Array, Array], float]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: two options are never "the same mistake" by value
 class Option:
-    name: str
+    name: str  # how the option reads in a message: "1/d_k", "K.T", "axis -2"
     diagnosis: str | None  # the Rule name this mistake is reported as; None for the correct option
-    apply: Callable[..., object]
-    describe: str = ""
+    # A function for the scale and product axes; for the others the setting the replay reads
+    # (the softmax axes, "row" / "none" / "global", "output" / "weights").
+    apply: Any
+    describe: str = ""  # what the submission does, as a phrase: "divides the scores by d_k"
+    also: tuple[str, ...] = ()  # further Rules the same line breaks (1/Q.shape[1]: no root, wrong axis)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.diagnosis, *self.also) if self.diagnosis is not None else ()
 
 
 @dataclass(frozen=True)
@@ -42,61 +52,253 @@ class Axis:
         return self.options[0]
 
 
-def _sqrt_dk(Q: Array, K: Array, V: Array) -> float:
-    return 1.0 / math.sqrt(Q.shape[-1])
+# ---------------------------------------------------------------------------------------------
+# Sizes a scale can be taken from. Q.shape[1] is d_k for a single sequence but a token (or head)
+# count on a batch: the classic way a 2-D solution goes wrong on 3-D input.
+
+SIZES: dict[str, Size] = {
+    "d_k": lambda Q, K, V: Q.shape[-1],
+    "T_k": lambda Q, K, V: K.shape[-2],
+    "T_q": lambda Q, K, V: Q.shape[-2],
+    "d_v": lambda Q, K, V: V.shape[-1],
+}
+
+
+def _inverse_root(size: Size) -> Callable[[Array, Array, Array], float]:
+    return lambda Q, K, V: 1.0 / math.sqrt(size(Q, K, V))
+
+
+def _inverse(size: Size) -> Callable[[Array, Array, Array], float]:
+    return lambda Q, K, V: 1.0 / size(Q, K, V)
+
+
+def _axis_size(array: int, axis: int) -> Size:
+    return lambda Q, K, V: (Q, K, V)[array].shape[axis]
 
 
 SCALE = Axis(
     "scale",
     (
-        Option("1/sqrt(d_k)", None, _sqrt_dk),
-        Option("1/d_k", "scale-by-dk", lambda Q, K, V: 1.0 / Q.shape[-1], "divides by d_k"),
-        Option("1", "scale-missing", lambda Q, K, V: 1.0, "does not scale"),
+        Option("1/sqrt(d_k)", None, _inverse_root(SIZES["d_k"])),
+        Option("1/d_k", "scale-by-dk", _inverse(SIZES["d_k"]), "divides the scores by d_k"),
+        Option("1", "scale-missing", lambda Q, K, V: 1.0, "does not scale the scores"),
+        Option("1/sqrt(T_k)", "scale-by-seq-len", _inverse_root(SIZES["T_k"]), "divides by sqrt(T_k), the number of keys"),
+        Option("1/sqrt(T_q)", "scale-by-seq-len", _inverse_root(SIZES["T_q"]), "divides by sqrt(T_q), the number of queries"),
+        Option("1/T_k", "scale-by-seq-len", _inverse(SIZES["T_k"]), "divides by T_k, the number of keys"),
+        Option("1/T_q", "scale-by-seq-len", _inverse(SIZES["T_q"]), "divides by T_q, the number of queries"),
+        Option("1/sqrt(Q.shape[1])", "scale-by-seq-len", _inverse_root(_axis_size(0, 1)), "divides by sqrt(Q.shape[1]): d_k on a single sequence, a token or head count on a batch"),
+        Option("1/sqrt(K.shape[1])", "scale-by-seq-len", _inverse_root(_axis_size(1, 1)), "divides by sqrt(K.shape[1]): d_k on a single sequence, a token or head count on a batch"),
+        Option("1/sqrt(Q.shape[0])", "scale-by-seq-len", _inverse_root(_axis_size(0, 0)), "divides by sqrt(Q.shape[0]) (len(Q)): T_q on a single sequence, the batch size on a batch"),
+        Option("1/sqrt(K.shape[0])", "scale-by-seq-len", _inverse_root(_axis_size(1, 0)), "divides by sqrt(K.shape[0]) (len(K)): T_k on a single sequence, the batch size on a batch"),
+        Option("1/Q.shape[1]", "scale-by-dk", _inverse(_axis_size(0, 1)), "divides by Q.shape[1]: d_k on a single sequence (with no square root), a token or head count on a batch", ("scale-by-seq-len",)),
+        Option("1/K.shape[1]", "scale-by-dk", _inverse(_axis_size(1, 1)), "divides by K.shape[1]: d_k on a single sequence (with no square root), a token or head count on a batch", ("scale-by-seq-len",)),
+        Option("sqrt(d_k)", "scale-multiplied", lambda Q, K, V: math.sqrt(Q.shape[-1]), "multiplies the scores by sqrt(d_k)"),
+        Option("1/sqrt(d_v)", "scale-by-dv", _inverse_root(SIZES["d_v"]), "divides by sqrt(d_v), the value size"),
+        Option("1/d_v", "scale-by-dv", _inverse(SIZES["d_v"]), "divides by d_v, the value size"),
+        Option("1/sqrt(V.shape[1])", "scale-by-dv", _inverse_root(_axis_size(2, 1)), "divides by sqrt(V.shape[1]): d_v on a single sequence, a token or head count on a batch", ("scale-by-seq-len",)),
     ),
 )
 
-KEYS = Axis(
-    "keys",
+
+def _dot_reversed(Q: Array, K: Array) -> Array:
+    # np.dot on N-D arrays is a tensor product: it sums the last axis of Q against the second-to-last
+    # of K.T and keeps every other axis of both, pairing each batch element with each other one.
+    return np.dot(Q, K.T)
+
+
+PRODUCT = Axis(
+    "product",
     (
-        Option("swap last two axes", None, lambda K: np.swapaxes(K, -1, -2)),
-        Option("reverse all axes (.T)", "batch-transpose", lambda K: K.T, "reverses every axis of K"),
+        Option("Q @ swapaxes(K, -1, -2)", None, lambda Q, K: np.matmul(Q, np.swapaxes(K, -1, -2))),
+        Option("Q @ K.T", "batch-transpose", lambda Q, K: np.matmul(Q, K.T), "uses K.T, which reverses every axis of a batched K"),
+        Option("np.dot(Q, K.T)", "batch-transpose", _dot_reversed, "uses np.dot(Q, K.T): K.T reverses every axis and np.dot pairs every batch element with every other"),
     ),
 )
 
-AXES: tuple[Axis, ...] = (SCALE, KEYS)
+Norm = tuple[int, ...] | None  # the axes the softmax normalises over; None for every axis
+NORMALISE = Axis(
+    "softmax",
+    (
+        Option("axis -1", None, (-1,)),
+        Option("axis -2", "softmax-wrong-axis", (-2,), "normalises over axis -2, the queries, instead of the keys"),
+        Option("axis 0", "softmax-wrong-axis", (0,), "normalises over axis 0 (the batch, or the queries of a single sequence)"),
+        Option("axis 1", "softmax-wrong-axis", (1,), "normalises over axis 1 (the keys of a single sequence, but the queries or heads of a batch)"),
+        Option("the whole array", "softmax-wrong-axis", None, "normalises over the whole array at once"),
+        Option("the last two axes", "softmax-wrong-axis", (-2, -1), "normalises over each whole score matrix at once"),
+        Option("no softmax", "softmax-missing", "missing", "uses the scaled scores as weights, with no softmax"),
+    ),
+)
+
+SHIFT = Axis(
+    "shift",
+    (
+        Option("row maximum", None, "row"),
+        Option("no shift", "softmax-unstable", "none", "takes exp of the scores without subtracting the maximum"),
+        Option("global maximum", "softmax-unstable", "global", "subtracts the maximum of the whole array, so rows far below it underflow to 0/0"),
+        # Subtracting a maximum over another axis is no constant within a row: the weights change.
+        Option("column maximum", "softmax-wrong-axis", "axis-2", "subtracts the maximum over axis -2 (each column) before the softmax over the keys"),
+        Option("axis-0 maximum", "softmax-wrong-axis", "axis0", "subtracts the maximum over axis 0 before the softmax over the keys"),
+    ),
+)
+
+OUTPUT = Axis(
+    "output",
+    (
+        Option("weights @ V", None, "output"),
+        Option("weights", "returns-weights", "weights", "returns the weights instead of weights @ V"),
+    ),
+)
+
+AXES: tuple[Axis, ...] = (SCALE, PRODUCT, NORMALISE, SHIFT, OUTPUT)
+AXIS_NAMES = tuple(a.name for a in AXES)
+
+
+def _stacked_axes(axes: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
+    """Axes of one array, as axes of a stack of such arrays along a new first axis."""
+    if axes is None:
+        return tuple(range(1, ndim + 1))
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+    return tuple(a if a < 0 else a + 1 for a in axes)
+
+
+def softmax_stack(x: Array, norm: Norm | str, shift: str) -> Array:
+    """The softmax as written with one of the known mistakes (or none), applied to each array of
+    the stack ``x`` (its first axis) separately: one call replays every scale at once."""
+    if norm == "missing":
+        return x
+    ndim = x.ndim - 1
+    axes = _stacked_axes(norm, ndim)  # type: ignore[arg-type]
+    if shift == "row":
+        x = x - np.max(x, axis=axes, keepdims=True)
+    elif shift == "global":
+        x = x - np.max(x, axis=_stacked_axes(None, ndim), keepdims=True)
+    elif shift == "axis-2":
+        x = x - np.max(x, axis=_stacked_axes((-2,), ndim), keepdims=True)
+    elif shift == "axis0":
+        x = x - np.max(x, axis=_stacked_axes((0,), ndim), keepdims=True)
+    e = np.exp(x)
+    return e / np.sum(e, axis=axes, keepdims=True)
+
+
+def softmax_variant(x: Array, norm: Norm | str, shift: str) -> Array:
+    """The softmax of one array as written with one of the known mistakes (or none)."""
+    return softmax_stack(x[None], norm, shift)[0]
 
 
 @dataclass(frozen=True)
 class Variant:
     choice: tuple[Option, ...]  # one option per axis, in AXES order
+    deviations: tuple[Option, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def deviations(self) -> tuple[Option, ...]:
-        return tuple(o for o, axis in zip(self.choice, AXES) if o is not axis.default)
+    def __post_init__(self) -> None:
+        # Asked for thousands of times per search: computed once.
+        object.__setattr__(self, "deviations", tuple(o for o, axis in zip(self.choice, AXES) if o is not axis.default))
 
     @property
     def is_reference(self) -> bool:
         return not self.deviations
 
+    @property
+    def diagnoses(self) -> tuple[str, ...]:
+        """The distinct rule names of the mistakes, in axis order."""
+        names: list[str] = []
+        for o in self.deviations:
+            names += [n for n in o.names if n not in names]
+        return tuple(names)
+
     def option(self, axis: str) -> Option:
-        return self.choice[[a.name for a in AXES].index(axis)]
+        return self.choice[AXIS_NAMES.index(axis)]
 
     def label(self) -> str:
         return " + ".join(o.diagnosis or o.name for o in self.deviations) or "reference"
 
+    def scores(self, Q: Array, K: Array, V: Array) -> Array:
+        scale = float(self.option("scale").apply(Q, K, V))
+        return np.asarray(self.option("product").apply(Q, K)) * scale
+
+    def weights(self, Q: Array, K: Array, V: Array) -> Array:
+        return softmax_variant(self.scores(Q, K, V), self.option("softmax").apply, self.option("shift").apply)
+
+    def finish(self, weights: Array, V: Array) -> Array:
+        return np.matmul(weights, V) if self.option("output").apply == "output" else weights
+
     def __call__(self, Q: Array, K: Array, V: Array) -> Array:
         """The output of this variant; raises like numpy would where the mistake breaks shapes."""
-        scale = float(self.option("scale").apply(Q, K, V))  # type: ignore[arg-type]
-        keys = self.option("keys").apply(K)
-        scores = np.matmul(Q, keys) * scale
-        return np.matmul(softmax(scores, axis=-1), V)
+        return self.finish(self.weights(Q, K, V), V)
 
 
-def all_variants(max_deviations: int = 3) -> list[Variant]:
-    """Every variant with at most ``max_deviations`` mistakes, fewest mistakes first."""
-    variants = [Variant(choice) for choice in itertools.product(*(a.options for a in AXES))]
+def _meaningful(choice: tuple[Option, ...]) -> bool:
+    """Leave out combinations that are the same computation as a simpler one."""
+    norm, shift = choice[2], choice[3]
+    if norm.apply == "missing" and shift is not SHIFT.default:
+        return False  # no softmax: there is nothing to shift
+    if (norm.apply is None or norm.apply == (-2, -1)) and shift.apply == "global":
+        return False  # over the whole array (or each whole matrix), the global maximum is (nearly) the right one
+    if (norm.apply, shift.apply) in (((-2,), "axis-2"), ((0,), "axis0")):
+        return False  # the maximum over the axis it normalises: the row shift of that softmax
+    return True
+
+
+def build_variants(axes: tuple[Axis, ...] = AXES, max_deviations: int = 3) -> list[Variant]:
+    """Every variant with at most ``max_deviations`` mistakes: fewest mistakes first, then in the
+    order of the options (the more common mistake first)."""
+    variants = [Variant(c) for c in itertools.product(*(a.options for a in axes)) if _meaningful(c)]
     variants = [v for v in variants if len(v.deviations) <= max_deviations]
     return sorted(variants, key=lambda v: len(v.deviations))
 
 
+_ALL: list[Variant] | None = None
+
+
+def all_variants() -> list[Variant]:
+    """The fixed catalogue (built once: a few thousand small tuples)."""
+    global _ALL
+    if _ALL is None:
+        _ALL = build_variants()
+    return _ALL
+
+
+def with_scale(variant: Variant, option: Option) -> Variant:
+    return Variant((option, *variant.choice[1:]))
+
+
 REFERENCE = Variant(tuple(a.default for a in AXES))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fitted scales
+
+
+def power_text(p: float) -> str:
+    """An exponent as a short fraction where it is one: -0.25 -> "-1/4"."""
+    fraction = Fraction(p).limit_denominator(8)
+    if abs(float(fraction) - p) < 0.01:
+        return str(fraction)
+    return f"{p:.3g}"
+
+
+def formula(size: str, c: float, p: float) -> str:
+    """c * size^p as a reader would write it: "d_k^-1/4", "2 * d_k^-1/2", "0.125"."""
+    if abs(p) < 0.01:
+        return f"{c:.4g}"
+    body = f"{size}^{power_text(p)}"
+    return body if abs(c - 1.0) < 0.01 else f"{c:.4g} * {body}"
+
+
+def fitted_scale_table(table: dict[int, float], shown: set[int] | None = None) -> Option:
+    """A scale fitted separately at each d_k, when it is a function of d_k but no power law.
+    ``shown``: the d_k to list in the description (those of stored cases, the same every run)."""
+    listing = ", ".join(f"{scale:.4g} at d_k = {dk}" for dk, scale in sorted(table.items()) if shown is None or dk in shown)
+    return Option("fitted per d_k", "scale-other", lambda Q, K, V: table.get(Q.shape[-1], math.nan), f"scales by a factor that depends on d_k but is no power of it ({listing})")
+
+
+def fitted_scale_option(size: str | None, c: float, p: float) -> Option:
+    """A scale option fitted from the submission: a constant c (size None) or c * size^p."""
+    if size is None:
+        return Option(f"{c:.4g}", "scale-constant", lambda Q, K, V: c, f"scales by the constant {c:.4g} whatever d_k is")
+    measure = SIZES[size]
+    diagnosis = {"d_k": "scale-other", "T_k": "scale-by-seq-len", "T_q": "scale-by-seq-len", "d_v": "scale-by-dv"}[size]
+    text = formula(size, c, p)
+    return Option(text, diagnosis, lambda Q, K, V: c * float(measure(Q, K, V)) ** p, f"scales by {text}")

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.registry import BY_NAME
+from grader.report.heatmap import weights_heatmap
 from grader.report.model import Report
 from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
 
@@ -99,6 +100,9 @@ def render(report: Report) -> Group:
         parts.append(Text(f"  {report.error}", style="red"))
     if report.checks:
         parts.append(check_table(report))
+        heat = weights_heatmap(report)
+        if heat is not None:
+            parts.append(heat)
     parts.extend(diagnosis_panel(d) for d in report.diagnoses)
     block = output_block(report)
     if block is not None:

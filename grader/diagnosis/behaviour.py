@@ -1,0 +1,128 @@
+"""Mistakes the catalogue cannot replay, seen directly in the observations.
+
+* input-mutated: the worker sends back Q, K and V as they were after the call;
+* nondeterministic: some probes are called twice on fresh copies of the same inputs;
+* reduced-precision (a warning): the result is narrower than float64, or differs from the float64
+  reference by more than float64 rounding while staying within the tolerance.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from grader.diagnosis.catalogue import REFERENCE
+from grader.diagnosis.model import Diagnosis
+from grader.observation import Observation
+from grader.probes import Probe
+from grader.suite import Tolerance
+
+# float64 arithmetic on these sizes differs from the exact result by ~1e-15; single precision by
+# ~1e-7. Anything between the two within the tolerance is single-precision rounding.
+DOUBLE_ROUNDING = 1e-10
+
+
+def input_mutated(probes: dict[str, Probe], observations: dict[tuple[str, int], Observation], failed: tuple[str, ...]) -> Diagnosis | None:
+    order = {name: i for i, name in enumerate(probes)}
+    for (name, call), obs in sorted(observations.items(), key=lambda item: (order.get(item[0][0], len(order)), item[0][1])):
+        probe = probes.get(name)
+        if probe is None or not obs.inputs_after:
+            continue
+        for label, sent in (("Q", probe.Q), ("K", probe.K), ("V", probe.V)):
+            after = obs.inputs_after.get(label)
+            if after is None:
+                continue
+            changed = _change(sent, after)
+            if changed is not None:
+                message, evidence = changed
+                evidence.update(probe=name, array=label, call=call)
+                return Diagnosis.of("input-mutated", f"{label} changed in place by the call on {name}: {message}", evidence, failed)
+    return None
+
+
+def _change(sent: np.ndarray, after: np.ndarray) -> tuple[str, dict[str, Any]] | None:
+    if after.shape != sent.shape:
+        return f"its shape became {tuple(after.shape)} (was {tuple(sent.shape)})", {"shape": list(after.shape), "sent_shape": list(sent.shape)}
+    with np.errstate(all="ignore"):
+        a = after.astype(np.float64)
+        differ = ~((a == sent) | (np.isnan(a) & np.isnan(sent)))
+        count = int(np.count_nonzero(differ))
+        if count == 0:
+            return None
+        biggest = float(np.nanmax(np.abs(a - sent)[differ])) if np.any(np.isfinite(a[differ])) else float("inf")
+        message = f"{count} of {sent.size} elements differ afterwards (largest change {biggest:.3g})"
+        evidence: dict[str, Any] = {"changed": count, "total": int(sent.size), "max_change": biggest}
+        nonzero = sent != 0
+        if not np.any(a):
+            message += "; every element was set to 0"
+        elif np.any(nonzero):
+            ratios = a[nonzero] / sent[nonzero]
+            if np.all(np.isfinite(ratios)) and np.ptp(ratios) <= 1e-9 * max(1.0, abs(float(ratios[0]))):
+                factor = float(ratios[0])
+                evidence["factor"] = factor
+                message += f"; every element was multiplied by {factor:.6g}"
+    return message, evidence
+
+
+def nondeterministic(probes: dict[str, Probe], observations: dict[tuple[str, int], Observation], tolerance: Tolerance, failed: tuple[str, ...]) -> Diagnosis | None:
+    for (name, call), second in sorted(observations.items()):
+        if call == 0 or name not in probes:
+            continue
+        first = observations.get((name, 0))
+        if first is None:
+            continue
+        shape = f"Q{tuple(probes[name].Q.shape)}, K{tuple(probes[name].K.shape)}, V{tuple(probes[name].V.shape)}"
+        if first.status != second.status:
+            what = "raises" if first.status == "raised" else "returns"
+            return Diagnosis.of("nondeterministic", f"on identical inputs ({name}, {shape}) call 1 {what} and call {call + 1} does not", {"probe": name}, failed)
+        a, b = _array(first), _array(second)
+        if a is None or b is None:
+            continue
+        if a.shape != b.shape:
+            return Diagnosis.of("nondeterministic", f"on identical inputs ({name}) two calls return shapes {tuple(a.shape)} and {tuple(b.shape)}", {"probe": name}, failed)
+        with np.errstate(all="ignore"):
+            x, y = a.astype(np.float64), b.astype(np.float64)
+            same = (np.abs(x - y) <= tolerance.atol + tolerance.rtol * np.abs(y)) | (np.isnan(x) & np.isnan(y)) | (x == y)
+        if not np.all(same):
+            count = int(np.count_nonzero(~same))
+            diff = float(np.nanmax(np.abs(x - y)[~same])) if np.any(np.isfinite((x - y)[~same])) else float("nan")
+            evidence = {"probe": name, "differing": count, "total": int(x.size), "max_abs_diff": diff}
+            return Diagnosis.of("nondeterministic", f"two calls with identical inputs ({name}, {shape}) differ in {count} of {x.size} elements (max abs diff {diff:.3g})", evidence, failed)
+    return None
+
+
+def _array(obs: Observation) -> np.ndarray | None:
+    if obs.status != "returned" or obs.value is None or obs.value.array is None or obs.value.array.dtype.kind not in "fiu":
+        return None
+    return obs.value.array
+
+
+def reduced_precision(probes: dict[str, Probe], observed: dict[str, Observation], tolerance: Tolerance) -> Diagnosis | None:
+    """A warning when the result carries less than double precision: a narrower dtype (said even
+    beside other mistakes, as it explains part of any difference), or float64 values whose
+    difference from the reference is single-precision rounding while everything is in tolerance."""
+    narrow: set[str] = set()
+    worst = 0.0
+    within = True
+    for name, obs in observed.items():
+        probe = probes[name]
+        array = _array(obs)
+        if array is None:
+            continue
+        if array.dtype.itemsize < 8 and array.dtype.kind == "f":
+            narrow.add(str(array.dtype))
+        expected = REFERENCE(probe.Q, probe.K, probe.V)
+        if array.shape != expected.shape or probe.magnitude > 1.0:
+            continue
+        with np.errstate(all="ignore"):
+            diff = np.abs(array.astype(np.float64) - expected)
+        within = within and bool(np.all(diff <= tolerance.atol + tolerance.rtol * np.abs(expected)))
+        worst = max(worst, float(np.nanmax(diff, initial=0.0)))
+    if narrow:
+        kinds = ", ".join(sorted(narrow))
+        how = "within the tolerance" if within else "beyond the tolerance in places"
+        return Diagnosis.of("reduced-precision", f"returns {kinds} arrays; largest difference from the float64 reference {worst:.3g}, {how}", {"dtype": sorted(narrow), "max_abs_diff": worst})
+    if within and worst > DOUBLE_ROUNDING:
+        return Diagnosis.of("reduced-precision", f"returns float64, but differs from the float64 reference by up to {worst:.3g}: the size of single-precision rounding (within the tolerance)", {"dtype": ["float64"], "max_abs_diff": worst})
+    return None

@@ -1,0 +1,348 @@
+"""The figures that show each mistake, measured on the probes that reproduce it.
+
+Each function turns a mistake the search found (or a probe nothing explains) into a Diagnosis
+whose message carries numbers: the fitted scale beside 1/sqrt(d_k), how flat or peaked the rows
+are, the row sums, the exception and the input shape, the mismatch statistics.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from grader.compare import compare
+from grader.diagnosis.catalogue import REFERENCE, SCALE, Option, Variant
+from grader.diagnosis.model import Diagnosis
+from grader.diagnosis.replay import Evidence, scale_points
+from grader.diagnosis.scale_fit import fit_linear, fit_scale, row_shape
+
+Failed = tuple[str, ...]
+
+
+def clip(text: str, limit: int = 160) -> str:
+    """Exception messages (numpy's above all) can run long; a diagnosis message stays readable."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def shape_text(ev: Evidence, name: str) -> str:
+    p = ev.probes[name]
+    return f"Q{tuple(p.Q.shape)}, K{tuple(p.K.shape)}, V{tuple(p.V.shape)}"
+
+
+def rank_text(ev: Evidence, name: str) -> str:
+    return f"{ev.probes[name].Q.ndim}-D"
+
+
+def describe(ev: Evidence, variant: Variant, names: list[str], failed: Failed) -> list[Diagnosis]:
+    """One diagnosis per mistake of ``variant``, with figures from the probes in ``names``."""
+    out: list[Diagnosis] = []
+    for option, name in ((o, n) for o in variant.deviations for n in o.names):
+        if any(d.name == name for d in out):
+            continue  # two options of one mistake (axis -2 and a column maximum): reported once
+        if name.startswith("scale-"):
+            out.append(scale(ev, option, name, variant, names, failed))
+        elif name == "batch-transpose":
+            out.append(transpose(ev, option, names, failed))
+        elif name == "softmax-wrong-axis":
+            out.append(wrong_axis(ev, option, names, failed))
+        elif name == "softmax-missing":
+            out.append(softmax_missing(ev, option, names, failed))
+        elif name == "softmax-unstable":
+            out.append(unstable(ev, option, names, failed))
+        elif name == "returns-weights":
+            out.append(returns_weights(ev, names, failed))
+        else:
+            out.append(Diagnosis.of(name, f"reproduced by the reference that {option.describe}", {"variant": variant.label()}, failed))
+    return out
+
+
+def _weights_probes(ev: Evidence, names: list[str]) -> list[str]:
+    """Identity-V probes (the output is the weight matrix) with an array returned, not large."""
+    return [n for n in names if ev.probes[n].kind == "identity" and ev.probes[n].magnitude == 1.0 and ev.returned(n) is not None]
+
+
+def _expected_scale(ev: Evidence, name: str) -> float:
+    return 1.0 / math.sqrt(ev.probes[name].Q.shape[-1])
+
+
+def scale(ev: Evidence, option: Option, rule: str, variant: Variant, names: list[str], failed: Failed) -> Diagnosis:
+    candidates = _weights_probes(ev, names)
+    if option.also:
+        # One line, two mistakes (1/Q.shape[1]): the first shows on a single sequence, the
+        # others on batches.
+        batched = rule != option.diagnosis
+        candidates = [n for n in candidates if ev.probes[n].batched == batched] or candidates
+    evidence: dict[str, Any] = {"reproduced_by": f"scores scaled by {option.name}"}
+    message = f"reproduced on every probe by the reference that {option.describe} ({option.name} where 1/sqrt(d_k) is expected)"
+    if candidates:
+        # The probe where this mistake moves the scale furthest from 1/sqrt(d_k) shows it best.
+        # Stored probes first (the same figures on every run), fresh ones only if they alone show it.
+        # For the second mistake of a line like 1/Q.shape[1], the distance from the first one.
+        plain = next((o for o in SCALE.options if option.also and o.names == (option.diagnosis,) and rule != option.diagnosis), None)
+
+        def distance(n: str) -> tuple[bool, bool, float, int]:
+            p = ev.probes[n]
+            used = float(option.apply(p.Q, p.K, p.V))
+            base = _expected_scale(ev, n) if plain is None else float(plain.apply(p.Q, p.K, p.V))
+            far = abs(math.log(max(used, 1e-300) / base)) if math.isfinite(used) else 0.0
+            return far > 1e-3, not p.fresh, far, p.Q.shape[-1]
+
+        name = max(candidates, key=distance)
+        probe = ev.probes[name]
+        weights = ev.returned(name)
+        assert weights is not None
+        missing = variant.option("softmax").diagnosis == "softmax-missing"
+        fit = (fit_linear if missing else fit_scale)(probe.Q, probe.K, weights)
+        expected = _expected_scale(ev, name)
+        d_k, t_q, t_k, d_v = probe.Q.shape[-1], probe.Q.shape[-2], probe.K.shape[-2], probe.V.shape[-1]
+        sizes = f"d_k = {d_k}, T_q = {t_q}, T_k = {t_k}, d_v = {d_v}" if rule in ("scale-by-seq-len", "scale-by-dv") else f"d_k = {d_k}"
+        if fit is not None and np.isfinite(fit.scale):
+            evidence.update(probe=name, d_k=d_k, fitted_scale=round(fit.scale, 6), expected_scale=round(expected, 6), fit_r2=round(fit.r2, 6))
+            message = f"effective scale {fit.scale:.4g} where 1/sqrt(d_k) = {expected:.4g} ({sizes}; {name}, {rank_text(ev, name)}); reproduced by the reference that {option.describe}"
+        if rule in ("scale-constant", "scale-other"):
+            points = [p for p in scale_points(ev, linear=missing) if not ev.probes[p.probe].fresh]
+            if len(points) >= 2:
+                shown = sorted(points, key=lambda p: p.sizes["d_k"])[:5]
+                if option.name == "fitted per d_k":
+                    shown = []  # the option's own description lists them already
+                evidence["fitted_scales"] = [{"probe": p.probe, **p.sizes, "scale": round(p.scale, 6)} for p in sorted(points, key=lambda p: p.sizes["d_k"])[:5]]
+                listing = ", ".join(f"{p.scale:.4g} at d_k = {p.sizes['d_k']}" for p in shown)
+                message += f"; fitted per case: {listing}" if listing else ""
+                if rule == "scale-constant":
+                    message += " (the same whatever d_k is)"
+            if rule == "scale-other":
+                evidence["formula"] = option.name
+        if not missing:
+            mine, ref = row_shape(weights), row_shape(REFERENCE.weights(probe.Q, probe.K, probe.V))
+            if mine is not None and ref is not None:
+                evidence.update(mean_max_weight=round(mine.max_weight, 4), reference_mean_max_weight=round(ref.max_weight, 4), mean_row_entropy=round(mine.entropy, 4), reference_mean_row_entropy=round(ref.entropy, 4))
+                look = "flatter" if mine.entropy > ref.entropy else "more peaked"
+                message += f"; rows are {look} than the reference's (mean max weight {mine.max_weight:.3f} vs {ref.max_weight:.3f}, mean row entropy {mine.entropy:.3f} vs {ref.entropy:.3f} nats)"
+    return Diagnosis.of(rule, message, evidence, failed)
+
+
+def transpose(ev: Evidence, option: Option, names: list[str], failed: Failed) -> Diagnosis:
+    batched = [n for n in names if ev.probes[n].batched and ev.probes[n].magnitude == 1.0]
+    raised = [n for n in batched if ev.observed[n].status == "raised"]
+    silent = [n for n in batched if ev.returned(n) is not None]
+    parts = []
+    evidence: dict[str, Any] = {"reproduced_by": option.name}
+    if raised:
+        error = ev.observed[raised[0]].error
+        assert error is not None
+        parts.append(f"raises {clip(error.short)} on {shape_text(ev, raised[0])}")
+        evidence.update(raised_on=raised[0], exception=error.type, exception_message=error.message, line=error.line)
+    for name in silent:
+        probe = ev.probes[name]
+        actual = ev.returned(name)
+        assert actual is not None
+        reference = REFERENCE(probe.Q, probe.K, probe.V)
+        if actual.shape == reference.shape:
+            diff = float(np.max(np.abs(actual.astype(np.float64) - reference)))
+            parts.append(f"runs silently on {shape_text(ev, name)} but mixes batch elements (max abs diff {diff:.3g})")
+            evidence.update(silent_on=name, max_abs_diff=round(diff, 6))
+        else:
+            parts.append(f"runs on {shape_text(ev, name)} but returns shape {tuple(actual.shape)} instead of {tuple(reference.shape)}")
+            evidence.update(silent_on=name, shape=list(actual.shape), expected_shape=list(reference.shape))
+        break
+    message = "; ".join(parts) or "batched results are reproduced by reversing every axis of K"
+    return Diagnosis.of("batch-transpose", f"{message}; reproduced by the reference that {option.describe}", evidence, failed)
+
+
+def _sums(weights: np.ndarray, axis: int) -> tuple[float, float]:
+    sums = np.sum(weights.astype(np.float64), axis=axis)
+    return float(np.min(sums)), float(np.max(sums))
+
+
+def wrong_axis(ev: Evidence, option: Option, names: list[str], failed: Failed) -> Diagnosis:
+    candidates = [n for n in _weights_probes(ev, names) if np.all(np.isfinite(ev.returned(n)))]  # type: ignore[arg-type]
+    message = f"the weights are reproduced by the reference that {option.describe}"
+    evidence: dict[str, Any] = {"reproduced_by": f"softmax over {option.name}"}
+    if candidates:
+        def off(n: str) -> tuple[bool, bool, float]:
+            low, high = _sums(ev.returned(n), -1)  # type: ignore[arg-type]
+            far = max(abs(low - 1.0), abs(high - 1.0))
+            return far > 1e-6, not ev.probes[n].fresh, far
+
+        name = max(candidates, key=off)
+        weights = ev.returned(name)
+        assert weights is not None
+        low, high = _sums(weights, -1)
+        col_low, col_high = _sums(weights, -2)
+        evidence.update(probe=name, row_sum_min=round(low, 6), row_sum_max=round(high, 6), column_sum_min=round(col_low, 6), column_sum_max=round(col_high, 6), total=round(float(np.sum(weights)), 6))
+        message = f"rows of the weights sum to {low:.3g}..{high:.3g} instead of 1 ({name}, {shape_text(ev, name)})"
+        if max(abs(low - 1.0), abs(high - 1.0)) < 1e-6:
+            # The normalisation is right; the shift before it is not constant within a row.
+            probe = ev.probes[name]
+            diff = float(np.max(np.abs(weights.astype(np.float64) - REFERENCE.weights(probe.Q, probe.K, probe.V))))
+            evidence["max_abs_diff"] = diff
+            message = f"rows of the weights sum to 1, yet differ from a softmax over the keys by up to {diff:.3g} ({name}, {shape_text(ev, name)})"
+        elif abs(col_low - 1.0) < 1e-6 and abs(col_high - 1.0) < 1e-6:
+            message += "; every column sums to 1 instead"
+        elif abs(float(np.sum(weights)) - 1.0) < 1e-6:
+            message += "; the whole matrix sums to 1 instead"
+        message += f"; reproduced by the reference that {option.describe}"
+    return Diagnosis.of("softmax-wrong-axis", message, evidence, failed)
+
+
+def softmax_missing(ev: Evidence, option: Option, names: list[str], failed: Failed) -> Diagnosis:
+    candidates = [n for n in _weights_probes(ev, names) if np.all(np.isfinite(ev.returned(n)))]  # type: ignore[arg-type]
+    message = f"reproduced by the reference that {option.describe}"
+    evidence: dict[str, Any] = {"reproduced_by": "no softmax"}
+    if candidates:
+        name = max(candidates, key=lambda n: ev.probes[n].Q.shape[-1])
+        weights = ev.returned(name)
+        assert weights is not None
+        low, high = _sums(weights, -1)
+        smallest = float(np.min(weights))
+        evidence.update(probe=name, min_weight=round(smallest, 6), row_sum_min=round(low, 6), row_sum_max=round(high, 6))
+        message = f"the weights (V = identity, {name}) are the scaled scores themselves: smallest weight {smallest:.3g}, rows sum to {low:.3g}..{high:.3g} instead of 1; reproduced by the reference with no softmax"
+    return Diagnosis.of("softmax-missing", message, evidence, failed)
+
+
+def unstable(ev: Evidence, option: Option, names: list[str], failed: Failed) -> Diagnosis:
+    large = [n for n in names if ev.probes[n].magnitude > 1.0 and ev.returned(n) is not None]
+    raised = [n for n in names if ev.probes[n].magnitude > 1.0 and ev.observed[n].status == "raised"]
+    evidence: dict[str, Any] = {"reproduced_by": option.name}
+    message = f"reproduced by the reference that {option.describe}"
+    if raised and not large:
+        name = raised[0]
+        probe = ev.probes[name]
+        error = ev.observed[name].error
+        assert error is not None
+        top = float(np.max(np.abs(REFERENCE.scores(probe.Q, probe.K, probe.V))))
+        evidence.update(probe=name, exception=error.type, exception_message=error.message, line=error.line, max_abs_score=round(top, 1), magnitude=probe.magnitude)
+        message = (
+            f"on inputs {probe.magnitude:g} times larger ({name}, scores up to {top:.0f}) it raises {clip(error.short)}; "
+            f"the reference stays finite there; the same overflow as the reference that {option.describe}"
+        )
+    if large:
+        name = sorted(large, key=lambda n: ev.probes[n].kind != "identity")[0]
+        probe = ev.probes[name]
+        actual = ev.returned(name)
+        assert actual is not None
+        bad = int(np.count_nonzero(~np.isfinite(actual.astype(np.float64))))
+        top = float(np.max(np.abs(REFERENCE.scores(probe.Q, probe.K, probe.V))))
+        reference = REFERENCE.weights(probe.Q, probe.K, probe.V)
+        sums = np.sum(reference, axis=-1)
+        evidence.update(probe=name, nonfinite=bad, total=int(actual.size), max_abs_score=round(top, 1), magnitude=probe.magnitude)
+        message = (
+            f"on inputs {probe.magnitude:g} times larger ({name}, scores up to {top:.0f}), {bad} of {actual.size} returned values are nan or inf; "
+            f"the reference stays finite there with rows summing to {float(np.min(sums)):.6g}; reproduced by the reference that {option.describe}"
+        )
+    return Diagnosis.of("softmax-unstable", message, evidence, failed)
+
+
+def returns_weights(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis:
+    values = [n for n in names if ev.probes[n].kind == "values" and ev.returned(n) is not None and ev.probes[n].magnitude == 1.0]
+    evidence: dict[str, Any] = {}
+    message = "the output equals the attention weights on every probe"
+    if values:
+        # A probe where T_k != d_v shows it in the shape already.
+        name = max(values, key=lambda n: (ev.probes[n].K.shape[-2] != ev.probes[n].V.shape[-1], -ev.probes[n].Q.ndim))
+        probe = ev.probes[name]
+        actual = ev.returned(name)
+        assert actual is not None
+        expected = (*probe.Q.shape[:-1], probe.V.shape[-1])
+        evidence.update(probe=name, shape=list(actual.shape), expected_shape=list(expected))
+        message = f"returns shape {tuple(actual.shape)} = (..., T_q, T_k) for {shape_text(ev, name)} where (..., T_q, d_v) = {expected} is expected"
+        weights = REFERENCE.weights(probe.Q, probe.K, probe.V)
+        if actual.shape == weights.shape:
+            diff = float(np.max(np.abs(actual.astype(np.float64) - weights)))
+            evidence["max_abs_diff_from_weights"] = diff
+            message += f"; it is the weight matrix (max abs diff from the reference weights {diff:.3g})"
+    return Diagnosis.of("returns-weights", message, evidence, failed)
+
+
+# ---------------------------------------------------------------------------------------------
+# What nothing in the catalogue explains
+
+
+def crash(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:
+    raised = [n for n in names if ev.observed[n].status == "raised"]
+    if not raised:
+        return None
+    first = raised[0]
+    error = ev.observed[first].error
+    assert error is not None
+    where = f" at {error.where}" if error.line else ""  # "line 7", or "cell 3, line 2" in a notebook
+    message = f"raises {clip(error.short)}{where} on valid input {shape_text(ev, first)}"
+    # Over every probe, not only this group's: "raises on 2-D and 4-D, runs on 3-D" tells a
+    # solution written for one rank only.
+    everywhere = list(ev.observed)
+    ranks_raised = sorted({ev.probes[n].Q.ndim for n in everywhere if ev.observed[n].status == "raised"})
+    ranks_ok = sorted({ev.probes[n].Q.ndim for n in everywhere if ev.observed[n].status == "returned"} - set(ranks_raised))
+    if ranks_ok:
+        message += f"; raises on {', '.join(f'{r}-D' for r in ranks_raised)} input, runs on {', '.join(f'{r}-D' for r in ranks_ok)} input"
+    evidence = {"probe": first, "exception": error.type, "exception_message": error.message, "line": error.line, "input_shape": shape_text(ev, first), "raised_on": len(raised), "probes": len(names)}
+    return Diagnosis.of("crash", message, evidence, failed)
+
+
+def bad_return(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:
+    for name in names:
+        obs = ev.observed[name]
+        value = obs.value
+        if obs.status != "returned" or value is None:
+            continue
+        probe = ev.probes[name]
+        expected = (*probe.Q.shape[:-1], probe.V.shape[-1])
+        if value.array is None:
+            return Diagnosis.of("bad-return", f"returns {clip(value.type, 80)}, not an array, for {shape_text(ev, name)}", {"probe": name, "type": value.type}, failed)
+        if value.array.shape != expected:
+            return Diagnosis.of("bad-return", f"returns shape {tuple(value.array.shape)} for {shape_text(ev, name)}, expected {expected}", {"probe": name, "shape": list(value.array.shape), "expected_shape": list(expected)}, failed)
+        if value.array.dtype.kind not in "fiu":
+            return Diagnosis.of("bad-return", f"returns dtype {value.array.dtype}, expected floating point", {"probe": name, "dtype": str(value.array.dtype)}, failed)
+    return None
+
+
+def mismatch(ev: Evidence, names: list[str], failed: Failed, rule: str = "values-mismatch", prefix: str = "") -> Diagnosis | None:
+    for name in names:
+        probe = ev.probes[name]
+        actual = ev.returned(name)
+        expected = REFERENCE(probe.Q, probe.K, probe.V)
+        if actual is None or actual.shape != expected.shape:
+            continue
+        result = compare(actual, expected, ev.tolerances[name])
+        if result.ok:
+            continue
+        evidence: dict[str, Any] = {"probe": name, "input_shape": shape_text(ev, name), **result.as_dict()}
+        message = f"{prefix}{name} ({shape_text(ev, name)}): {result.describe()}"
+        fit = fit_scale(probe.Q, probe.K, actual) if probe.kind == "identity" else None
+        if fit is not None and fit.reliable:
+            wanted = _expected_scale(ev, name)
+            evidence.update(fitted_scale=round(fit.scale, 6), expected_scale=round(wanted, 6))
+            message += f"; effective scale {fit.scale:.4g} where 1/sqrt(d_k) = {wanted:.4g}"
+        return Diagnosis.of(rule, message, evidence, failed)
+    return None
+
+
+def unexplained(ev: Evidence, names: list[str], failed: Failed) -> list[Diagnosis]:
+    """What a group of probes shows when no variant reproduces it: an exception, a bad return, or
+    a values mismatch with its numbers."""
+    for judge in (crash, bad_return, mismatch):
+        found = judge(ev, names, failed)
+        if found is not None:
+            return [found]
+    return []
+
+
+def hardcoded(ev: Evidence, stored: list[str], fresh: list[str], failed: Failed) -> Diagnosis:
+    failing = [n for n in fresh if not _reference_agrees(ev, n)]
+    first = failing[0]
+    error = ev.observed[first].error
+    lead = f"all {len(stored)} stored probes match the reference, but {len(failing)} of {len(fresh)} fresh probes drawn at grading time do not: "
+    evidence: dict[str, Any] = {"stored_probes": len(stored), "fresh_probes": len(fresh), "fresh_failing": len(failing), "probe": first, "input_shape": shape_text(ev, first)}
+    if error is not None:
+        evidence.update(exception=error.type, exception_message=error.message, line=error.line)
+        return Diagnosis.of("hardcoded", f"{lead}{first} ({shape_text(ev, first)}) raises {clip(error.short)}", evidence, failed)
+    found = mismatch(ev, [first], failed, "hardcoded", lead)
+    if found is not None:
+        return Diagnosis.of("hardcoded", found.message, {**evidence, **found.evidence}, failed)
+    return Diagnosis.of("hardcoded", f"{lead}{first} ({shape_text(ev, first)}) returns no usable array", evidence, failed)
+
+
+def _reference_agrees(ev: Evidence, name: str) -> bool:
+    return ev.matches(REFERENCE, name)

@@ -1,0 +1,564 @@
+"""Pointing at the source line that most likely holds a mistake the evidence already named.
+
+The submission is read as text and parsed with ``ast``; it is never imported or run here. The
+file is hostile: it may be huge, not UTF-8, not valid Python, or nested deeply enough to exhaust
+the parser. Any of that means "no location", never an error, and a location never creates a
+diagnosis: it is only attached to one the observations produced.
+
+Each mistake has a finder that looks for its typical shape in the code: for ``scale-by-dk`` a
+division by a size taken from the last axis without a square root, for ``batch-transpose`` a
+``.T`` or ``np.dot`` on the keys, and so on. Names are followed through simple assignments
+(``d_k = Q.shape[-1]``), and the graded function's own parameters tell which array is Q, K or V.
+Code under ``if __name__ == "__main__":`` is ignored.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from grader.diagnosis.model import Diagnosis, Location
+from grader.notebook import NotebookSource
+
+MAX_BYTES = 100_000  # a submission larger than this is not parsed (real ones are a few KB)
+MAX_NODES = 40_000  # nor one whose syntax tree is larger: locating must stay a few milliseconds
+MAX_LINE = 200  # characters of the source line kept in a location
+ALIAS_DEPTH = 6  # how many simple assignments a name is followed through
+
+# Which size an index into a shape gives, by role: Q.shape[-1] is d_k, K.shape[-2] is T_k, ...
+AXIS_SIZES = {
+    ("Q", -1): "d_k", ("K", -1): "d_k", ("Q", -2): "T_q", ("K", -2): "T_k", ("V", -2): "T_k", ("V", -1): "d_v",
+    ("Q", 0): "shape0", ("K", 0): "shape0", ("V", 0): "shape0", ("Q", 1): "shape1", ("K", 1): "shape1", ("V", 1): "V1",
+}
+
+
+@dataclass(frozen=True)
+class Factor:
+    """What a scale expression is made of: a size (d_k, T_q, ..., "const", "?") and its power."""
+
+    base: str
+    power: float
+
+
+@dataclass
+class Source:
+    path: str
+    lines: list[str]
+    tree: ast.Module
+    function: str
+    roles: dict[str, str] = field(default_factory=dict)  # parameter name -> "Q" / "K" / "V"
+    aliases: dict[str, ast.expr] = field(default_factory=dict)  # name -> the expression last assigned to it
+    scope: dict[int, int] = field(default_factory=dict)  # id(node) -> rank: 0 graded function, 1 other code, 2 demo code
+    all_nodes: list[ast.AST] = field(default_factory=list)
+    by_kind: dict[tuple[type, ...], list[Any]] = field(default_factory=dict)
+
+    def location(self, node: ast.AST) -> Location | None:
+        line = getattr(node, "lineno", None)
+        if not isinstance(line, int) or not 1 <= line <= len(self.lines):
+            return None
+        return Location(file=self.path, line=line, code=self.lines[line - 1].strip()[:MAX_LINE])
+
+
+def read_source(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_BYTES:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def parse(path: Path, function: str, text: str | None = None) -> Source | None:
+    """The submission's syntax tree, indexed; ``text`` replaces the file's own (a notebook's
+    joined code cells)."""
+    if text is None:
+        text = read_source(path)
+    if text is None or len(text) > MAX_BYTES:
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    source = Source(str(path), text.splitlines(), tree, function)
+    return source if _index(source) else None
+
+
+def attach_locations(path: Path, diagnoses: list[Diagnosis], function: str = "attention", notebook: NotebookSource | None = None) -> list[Diagnosis]:
+    """The same diagnoses, each with the line that most likely holds it where one is found. In a
+    notebook the joined code cells are read and each line is given as cell and line."""
+    if not diagnoses:
+        return diagnoses
+    try:
+        source = parse(path, function, notebook.source if notebook is not None else None)
+    except (RecursionError, MemoryError):
+        source = None
+    out = []
+    for d in diagnoses:
+        location = None
+        try:
+            if notebook is None:
+                location = locate(d, source, path)
+            elif d.name not in ("crash", "load-error"):  # those already name their cell and line
+                location = _in_cell(locate(d, source, path), notebook)
+        except (RecursionError, MemoryError, ValueError, TypeError, AttributeError, IndexError, KeyError):
+            location = None  # a strange tree gives no location, never an error
+        out.append(replace(d, location=location) if location is not None else d)
+    return out
+
+
+def _in_cell(location: Location | None, notebook: NotebookSource) -> Location | None:
+    if location is None:
+        return None
+    cell, line = notebook.locate(location.line)
+    return replace(location, line=line, cell=cell) if cell is not None and line is not None else None
+
+
+def locate(d: Diagnosis, source: Source | None, path: Path) -> Location | None:
+    line = d.evidence.get("line")
+    if d.name in ("crash", "load-error") or (d.name == "hardcoded" and d.evidence.get("exception")):
+        # The worker saw where the exception came from; trust it when it is the submission's file.
+        return _line_location(path, source, line) if isinstance(line, int) else None
+    if source is None:
+        return None
+    finder = FINDERS.get(d.name)
+    if finder is None:
+        return None
+    node = finder(source, d)
+    return source.location(node) if node is not None else None
+
+
+def _line_location(path: Path, source: Source | None, line: int) -> Location | None:
+    if source is not None:
+        lines = source.lines
+    else:
+        text = read_source(path)
+        if text is None:
+            return None
+        lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    return Location(file=str(path), line=line, code=lines[line - 1].strip()[:MAX_LINE])
+
+
+# ---------------------------------------------------------------------------------------------
+# Indexing the module
+
+
+def _is_main_block(node: ast.AST) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    parts = [node.test.left, *node.test.comparators]
+    return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts)
+
+
+def _graded_def(source: Source) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The graded function, or the __call__ of the class whose instance carries the graded name."""
+    classes: dict[str, ast.ClassDef] = {}
+    target: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    instance_of: str | None = None
+    for node in source.tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == source.function:
+            target = node
+        elif isinstance(node, ast.ClassDef):
+            classes[node.name] = node
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == source.function for t in node.targets):
+            if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+                instance_of = node.value.func.id
+    if target is None and instance_of in classes:
+        for item in classes[instance_of].body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__call__":
+                return item
+    return target
+
+
+def _index(source: Source) -> bool:
+    """Roles, aliases and the rank of every node; False if the tree is too large to search."""
+    graded = _graded_def(source)
+    if graded is not None:
+        params = [a.arg for a in graded.args.posonlyargs + graded.args.args]
+        if params and params[0] in ("self", "cls"):
+            params = params[1:]
+        source.roles = dict(zip(params[:3], ("Q", "K", "V")))
+    for name, role in (("Q", "Q"), ("K", "K"), ("V", "V"), ("q", "Q"), ("k", "K"), ("v", "V")):
+        source.roles.setdefault(name, role)
+    # Breadth-first with the rank of the enclosing code: the graded function first.
+    stack: list[tuple[ast.AST, int]] = [(source.tree, 1)]
+    while stack:
+        if len(source.scope) > MAX_NODES:
+            return False
+        node, rank = stack.pop()
+        if node is graded:
+            rank = 0
+        elif _is_main_block(node):
+            rank = 2
+        source.scope[id(node)] = rank
+        source.all_nodes.append(node)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and rank < 2:
+            source.aliases[node.targets[0].id] = node.value
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and rank < 2:
+            # A parameter's default stands for it where the caller leaves it out: softmax(x, axis=1).
+            positional = node.args.posonlyargs + node.args.args
+            for arg, default in zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults):
+                source.aliases.setdefault(arg.arg, default)
+            for arg, keyword_default in zip(node.args.kwonlyargs, node.args.kw_defaults):
+                if keyword_default is not None:
+                    source.aliases.setdefault(arg.arg, keyword_default)
+        stack.extend((child, rank) for child in ast.iter_child_nodes(node))
+    return True
+
+
+def _nodes(source: Source, kind: type | tuple[type, ...]) -> list[Any]:
+    """Nodes of a kind outside demo code, the graded function's first, then in line order."""
+    key = kind if isinstance(kind, tuple) else (kind,)
+    if key not in source.by_kind:
+        found = [n for n in source.all_nodes if isinstance(n, kind) and source.scope.get(id(n), 1) < 2]
+        source.by_kind[key] = sorted(found, key=lambda n: (source.scope.get(id(n), 1), getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+    return source.by_kind[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading expressions
+
+
+def _resolve(source: Source, node: ast.expr, depth: int = 0) -> ast.expr:
+    while isinstance(node, ast.Name) and node.id in source.aliases and node.id not in source.roles and depth < ALIAS_DEPTH:
+        node = source.aliases[node.id]
+        depth += 1
+    return node
+
+
+def _role(source: Source, node: ast.expr, depth: int = 0) -> str | None:
+    """Which input array an expression stands for (Q, K, V), following simple assignments."""
+    if depth > ALIAS_DEPTH:
+        return None
+    if isinstance(node, ast.Name):
+        if node.id in source.roles:
+            return source.roles[node.id]
+        if node.id in source.aliases:
+            return _role(source, source.aliases[node.id], depth + 1)
+        return None
+    if isinstance(node, ast.Call) and node.args and _call_name(node) in ("asarray", "array", "astype", "float32", "float64", "copy"):
+        return _role(source, node.args[0], depth + 1)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("astype", "copy"):
+        return _role(source, node.func.value, depth + 1)
+    return None
+
+
+def _call_name(node: ast.Call) -> str:
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return ""
+
+
+def _dotted(node: ast.expr) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _number(node: ast.expr) -> float | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def _size(source: Source, node: ast.expr, depth: int = 0) -> str | None:
+    """d_k, T_q, T_k, d_v, shape0, shape1 for a size read from an input's shape, else None."""
+    if depth > ALIAS_DEPTH:
+        return None
+    node = _resolve(source, node)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        role = _role(source, node.value.value)
+        index = _number(node.slice)
+        if role is not None and index is not None:
+            return AXIS_SIZES.get((role, int(index)))
+    if isinstance(node, ast.Call) and _call_name(node) == "len" and node.args:
+        arg = node.args[0]
+        if isinstance(arg, ast.Subscript) and _role(source, arg.value) is not None:
+            return "shape1"
+        if _role(source, arg) is not None:
+            return "shape0"
+    if isinstance(node, ast.Call) and _call_name(node) in ("float", "int") and node.args:
+        return _size(source, node.args[0], depth + 1)
+    return None
+
+
+def factor(source: Source, node: ast.expr, depth: int = 0) -> Factor | None:
+    """What a divisor or multiplier is: a size to some power, a constant, or None if unknown."""
+    if depth > ALIAS_DEPTH:
+        return None
+    node = _resolve(source, node)
+    size = _size(source, node)
+    if size is not None:
+        return Factor(size, 1.0)
+    if _number(node) is not None:
+        return Factor("const", 1.0)
+    if isinstance(node, ast.Call) and _call_name(node) in ("sqrt", "rsqrt") and node.args:
+        inner = factor(source, node.args[0], depth + 1)
+        power = 0.5 if _call_name(node) == "sqrt" else -0.5
+        return Factor(inner.base, inner.power * power) if inner else None
+    if isinstance(node, ast.Call) and _call_name(node) in ("log", "log2", "log10", "log1p", "exp", "cbrt") and node.args:
+        inner = factor(source, node.args[0], depth + 1)
+        return Factor(inner.base, math.nan) if inner else None  # a function of the size, no power
+    if isinstance(node, ast.Call) and _call_name(node) in ("pow", "power") and len(node.args) == 2:
+        inner, exponent = factor(source, node.args[0], depth + 1), _number(node.args[1])
+        return Factor(inner.base, inner.power * exponent) if inner and exponent is not None else None
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Pow):
+            inner, exponent = factor(source, node.left, depth + 1), _number(node.right)
+            if exponent is None and isinstance(node.right, ast.BinOp):  # d_k ** (1 / 4)
+                a, b = _number(node.right.left), _number(node.right.right)
+                exponent = a / b if a is not None and b and isinstance(node.right.op, ast.Div) else None
+            return Factor(inner.base, inner.power * exponent) if inner and exponent is not None else None
+        if isinstance(node.op, (ast.Div, ast.Mult)):
+            left, right = factor(source, node.left, depth + 1), factor(source, node.right, depth + 1)
+            sign = -1.0 if isinstance(node.op, ast.Div) else 1.0
+            if left is not None and left.base == "const" and right is not None:
+                return Factor(right.base, sign * right.power)  # 1 / sqrt(d_k), 2 * d_k
+            if right is not None and right.base == "const" and left is not None:
+                return left
+    return None
+
+
+@dataclass(frozen=True)
+class ScaleSite:
+    node: ast.AST
+    factor: Factor  # the effect on the scores: d_k^-0.5 for "/ np.sqrt(d_k)"
+
+
+def scale_sites(source: Source) -> Iterator[ScaleSite]:
+    """Every multiplication or division by something that reads like a scale factor."""
+    for node in _nodes(source, (ast.BinOp, ast.AugAssign)):
+        op = node.op
+        if not isinstance(op, (ast.Div, ast.Mult)):
+            continue
+        operands = [node.value] if isinstance(node, ast.AugAssign) else [node.right, node.left]
+        if isinstance(op, ast.Div):
+            operands = operands[:1]
+        for operand in operands:
+            if _is_array_like(source, operand):
+                continue
+            found = factor(source, operand)
+            if found is not None:
+                power = -found.power if isinstance(op, ast.Div) else found.power
+                yield ScaleSite(node, Factor(found.base, power))
+                break
+
+
+def _is_array_like(source: Source, node: ast.expr) -> bool:
+    node = _resolve(source, node)
+    if _role(source, node) is not None:
+        return True
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) or isinstance(node, ast.Call) and _call_name(node) in ("matmul", "dot", "einsum", "exp", "softmax")
+
+
+def _exponent_near(power: float, target: float) -> bool:
+    return abs(power - target) < 1e-6
+
+
+def _scale_finder(predicate: Callable[[Factor], bool]) -> Callable[[Source, Diagnosis], ast.AST | None]:
+    def find(source: Source, d: Diagnosis) -> ast.AST | None:
+        for site in scale_sites(source):
+            if predicate(site.factor):
+                return site.node
+        return None
+
+    return find
+
+
+def _products(source: Source) -> list[ast.AST]:
+    """Where the scores are formed: a matrix product (or dot, einsum) that involves the keys."""
+    found: list[ast.AST] = []
+    for node in _nodes(source, (ast.BinOp, ast.Call)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            if _mentions_role(source, node, "K"):
+                found.append(node)
+        elif isinstance(node, ast.Call) and _call_name(node) in ("matmul", "dot", "einsum", "tensordot", "inner", "bmm") and _mentions_role(source, node, "K"):
+            found.append(node)
+    return found
+
+
+def _mentions_role(source: Source, node: ast.AST, role: str) -> bool:
+    return any(isinstance(n, ast.Name) and _role(source, n) == role for n in ast.walk(node))
+
+
+def find_scale_missing(source: Source, d: Diagnosis) -> ast.AST | None:
+    products = _products(source)
+    return products[0] if products else None
+
+
+def find_transpose(source: Source, d: Diagnosis) -> ast.AST | None:
+    candidates: list[tuple[bool, ast.AST]] = []
+    for node in _nodes(source, (ast.Attribute, ast.Call)):
+        if isinstance(node, ast.Attribute) and node.attr == "T":
+            candidates.append((_role(source, node.value) != "K", node))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose" and not node.args:
+            candidates.append((_role(source, node.func.value) != "K", node))
+        elif isinstance(node, ast.Call) and _dotted(node.func) in ("np.transpose", "numpy.transpose") and len(node.args) == 1:
+            candidates.append((_role(source, node.args[0]) != "K", node))
+        elif isinstance(node, ast.Call) and _dotted(node.func) in ("np.dot", "numpy.dot") or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dot":
+            candidates.append((not _mentions_role(source, node, "K"), node))
+    candidates.sort(key=lambda c: c[0])  # stable: on K first, then in the order found
+    return candidates[0][1] if candidates else None
+
+
+def _axis_argument(node: ast.Call) -> ast.expr | None | str:
+    for keyword in node.keywords:
+        if keyword.arg in ("axis", "dim"):
+            return keyword.value
+    name = _call_name(node)
+    positional = 0 if isinstance(node.func, ast.Attribute) and name in ("sum", "max", "amax") and not _dotted(node.func).startswith(("np.", "numpy.")) else 1
+    if len(node.args) > positional:
+        return node.args[positional]
+    return "none"
+
+
+def find_wrong_axis(source: Source, d: Diagnosis) -> ast.AST | None:
+    whole = None
+    for node in _nodes(source, ast.Call):
+        name = _call_name(node)
+        if name not in ("sum", "max", "amax", "softmax", "logsumexp", "log_softmax"):
+            continue
+        axis = _axis_argument(node)
+        if axis == "none":
+            if whole is None and name == "sum":
+                whole = node
+            continue
+        if isinstance(axis, ast.Name):
+            axis = _resolve(source, axis)
+        value = _number(axis) if isinstance(axis, ast.expr) else None
+        if isinstance(axis, ast.Constant) and axis.value is None:
+            whole = whole or node
+        elif value is not None and value != -1:
+            return node
+        elif isinstance(axis, ast.Tuple):
+            return node
+    return whole
+
+
+def find_softmax_missing(source: Source, d: Diagnosis) -> ast.AST | None:
+    for node in _nodes(source, ast.BinOp):
+        if isinstance(node.op, ast.MatMult) and _mentions_role(source, node.right, "V"):
+            return node
+    for node in _nodes(source, ast.Call):
+        if _call_name(node) in ("matmul", "dot", "einsum") and _mentions_role(source, node, "V"):
+            return node
+    return _last_return(source)
+
+
+def find_unstable(source: Source, d: Diagnosis) -> ast.AST | None:
+    for node in _nodes(source, ast.Call):
+        if _call_name(node) != "exp" or not node.args:
+            continue
+        arg = _resolve(source, node.args[0])
+        if not (isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Sub)):
+            return node
+        shift = arg.right
+        if isinstance(shift, ast.Call) and _call_name(shift) in ("max", "amax") and _axis_argument(shift) == "none":
+            return node  # shifted by the maximum of the whole array
+    return None
+
+
+def _last_return(source: Source) -> ast.AST | None:
+    returns = [n for n in _nodes(source, ast.Return) if source.scope.get(id(n)) == 0]
+    return returns[-1] if returns else None
+
+
+def find_returns_weights(source: Source, d: Diagnosis) -> ast.AST | None:
+    return _last_return(source)
+
+
+def find_mutation(source: Source, d: Diagnosis) -> ast.AST | None:
+    wanted = d.evidence.get("array")
+    candidates: list[tuple[bool, ast.AST]] = []
+    for node in _nodes(source, (ast.AugAssign, ast.Assign, ast.Call)):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.AugAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Assign):
+            targets = [t.value for t in node.targets if isinstance(t, ast.Subscript)]
+        elif isinstance(node, ast.Call):
+            targets = [k.value for k in node.keywords if k.arg == "out"]
+        for target in targets:
+            base = target.value if isinstance(target, ast.Subscript) else target
+            role = _role(source, base) if isinstance(base, ast.Name) and base.id in source.roles else None
+            if role is not None:
+                candidates.append((role != wanted, node))
+    candidates.sort(key=lambda c: c[0])
+    return candidates[0][1] if candidates else None
+
+
+def find_random(source: Source, d: Diagnosis) -> ast.AST | None:
+    for node in _nodes(source, ast.Call):
+        name = _dotted(node.func)
+        if "random" in name.split(".") or name.endswith(("default_rng", "dropout", "rand", "randn", "normal", "uniform", "binomial")):
+            return node
+    return None
+
+
+def find_hardcoded(source: Source, d: Diagnosis) -> ast.AST | None:
+    for node in _nodes(source, ast.If):
+        if any(isinstance(n, ast.Attribute) and n.attr in ("shape", "tobytes") for n in ast.walk(node.test)):
+            return node
+    for node in _nodes(source, (ast.Dict, ast.List, ast.Tuple)):
+        if len(getattr(node, "elts", None) or getattr(node, "keys", [])) >= 16:
+            return node
+    return None
+
+
+def find_timeout(source: Source, d: Diagnosis) -> ast.AST | None:
+    loops = _nodes(source, ast.While)
+    if loops:
+        return loops[0]
+    for node in _nodes(source, ast.Call):
+        if _dotted(node.func) in ("time.sleep", "sleep"):
+            return node
+    return None
+
+
+def find_bad_return(source: Source, d: Diagnosis) -> ast.AST | None:
+    return _last_return(source)
+
+
+def find_allocation(source: Source, d: Diagnosis) -> ast.AST | None:
+    for node in _nodes(source, ast.Call):
+        if _call_name(node) in ("ones", "zeros", "empty", "full", "tile", "repeat", "outer", "kron", "broadcast_to"):
+            return node
+    return None
+
+
+FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
+    "scale-by-dk": _scale_finder(lambda f: f.base in ("d_k", "shape1") and _exponent_near(f.power, -1.0)),
+    "scale-multiplied": _scale_finder(lambda f: f.base == "d_k" and f.power > 0),
+    "scale-by-seq-len": _scale_finder(lambda f: f.base in ("T_q", "T_k", "shape0", "shape1", "V1") and f.power < 0),
+    "scale-by-dv": _scale_finder(lambda f: f.base in ("d_v", "V1")),
+    "scale-constant": _scale_finder(lambda f: f.base == "const"),
+    "scale-other": _scale_finder(lambda f: f.base in ("d_k", "?") and not _exponent_near(f.power, -0.5)),
+    "scale-missing": find_scale_missing,
+    "batch-transpose": find_transpose,
+    "softmax-wrong-axis": find_wrong_axis,
+    "softmax-missing": find_softmax_missing,
+    "softmax-unstable": find_unstable,
+    "returns-weights": find_returns_weights,
+    "input-mutated": find_mutation,
+    "nondeterministic": find_random,
+    "hardcoded": find_hardcoded,
+    "timeout": find_timeout,
+    "bad-return": find_bad_return,
+    "memory-limit": find_allocation,
+}

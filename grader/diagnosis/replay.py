@@ -1,0 +1,269 @@
+"""Replaying the catalogue on the submission's own inputs, and searching it.
+
+:class:`Evidence` holds the probes, what the submission returned for each, and the verdicts of the
+variants on them. Variants that differ only in their scale are replayed together: for one probe
+and one choice of the other axes, the raw scores are scaled by every scale option at once (a stack
+along a new first axis), passed through the softmax once, and compared with the observation in
+one vectorised step, giving a verdict per scale. A variant that raises, or returns another shape,
+is judged from shapes alone. So the whole catalogue costs a few milliseconds per probe.
+
+The search tries variants fewest mistakes first and, for each, the most discriminating probes
+first (probes where all sizes differ and V is not the identity), so most variants are rejected by
+their first comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+import numpy as np
+
+from grader.diagnosis.catalogue import SCALE, SIZES, Option, Variant, all_variants, fitted_scale_option, fitted_scale_table, softmax_stack, with_scale
+from grader.diagnosis.scale_fit import fit_linear, fit_power, fit_scale
+from grader.observation import Observation
+from grader.probes import Probe
+from grader.suite import Tolerance
+
+Prediction = Union[np.ndarray, BaseException]
+
+OVERFLOW_ERRORS = ("OverflowError", "FloatingPointError", "ZeroDivisionError")
+FIT_R2 = 0.9999  # a fit this good means "one scale explains these weights"
+LAW_ERROR = 0.01  # a power law through fitted scales must hold within 1 % at every point
+
+
+@dataclass
+class Evidence:
+    probes: dict[str, Probe]
+    observed: dict[str, Observation]  # the first call of each probe
+    tolerances: dict[str, Tolerance]  # per probe: large-input probes are judged more loosely
+    scale_options: list[Option] = field(default_factory=lambda: list(SCALE.options))
+    _cache: dict[tuple[object, ...], Any] = field(default_factory=dict)
+    _keep: list[Variant] = field(default_factory=list)  # fitted variants, alive for the search
+
+    # -- predictions ---------------------------------------------------------------------------
+
+    def predict(self, variant: Variant, name: str) -> Prediction:
+        """What ``variant`` returns for probe ``name``: an array, or the exception it raises."""
+        p = self.probes[name]
+        with np.errstate(all="ignore"):
+            return _attempt(variant, p.Q, p.K, p.V)
+
+    def returned(self, name: str) -> np.ndarray | None:
+        """The numeric array the submission returned for a probe, or None."""
+        obs = self.observed.get(name)
+        if obs is None or obs.status != "returned" or obs.value is None or obs.value.array is None:
+            return None
+        array = obs.value.array
+        return array if array.dtype.kind in "fiu" else None
+
+    def _as_float(self, name: str) -> np.ndarray | None:
+        key = (name, "float64")
+        if key not in self._cache:
+            actual = self.returned(name)
+            self._cache[key] = None if actual is None else actual.astype(np.float64)
+        return self._cache[key]
+
+    def _scales(self, name: str) -> np.ndarray:
+        key = (name, "scales")
+        if key not in self._cache:
+            p = self.probes[name]
+            self._cache[key] = np.array([float(o.apply(p.Q, p.K, p.V)) for o in self.scale_options])
+        return self._cache[key]
+
+    def _raw(self, name: str, product: Option) -> Prediction:
+        key = (name, id(product))
+        if key not in self._cache:
+            p = self.probes[name]
+            self._cache[key] = _attempt(product.apply, p.Q, p.K)
+        return self._cache[key]
+
+    # -- comparing -----------------------------------------------------------------------------
+
+    def matches(self, variant: Variant, name: str) -> bool:
+        scale, product, norm, shift, output = variant.choice
+        key = (name, id(product), id(norm), id(shift), id(output))
+        verdicts = self._cache.get(key)
+        if verdicts is None:
+            with np.errstate(all="ignore"):
+                verdicts = self._cache[key] = self._verdicts(name, product, norm, shift, output)
+        index = self._cache.get(("index", id(scale)))
+        if index is None:
+            index = self._cache[("index", id(scale))] = next(i for i, o in enumerate(self.scale_options) if o is scale)
+        return bool(verdicts[index])
+
+    def _verdicts(self, name: str, product: Option, norm: Option, shift: Option, output: Option) -> np.ndarray:
+        """For every scale option: does the variant with these other options reproduce the probe?"""
+        count = len(self.scale_options)
+        p = self.probes[name]
+        obs = self.observed[name]
+        raw = self._raw(name, product)
+        if isinstance(raw, BaseException):
+            return np.full(count, obs.status == "raised")
+        shape = raw.shape if output.apply == "weights" else _matmul_shape(raw.shape, p.V.shape)
+        large = p.magnitude > 1.0
+        overflow = obs.status == "raised" and large and obs.error is not None and obs.error.type in OVERFLOW_ERRORS
+        if shape is None:  # the product with V raises
+            return np.full(count, obs.status == "raised")
+        actual = self._as_float(name)
+        if not overflow and (actual is None or actual.shape != shape):
+            return np.full(count, False)  # it raised (or returned no array) where the variant returns
+        scales = self._scales(name).reshape((count,) + (1,) * raw.ndim)
+        weights = softmax_stack(raw[None] * scales, norm.apply, shift.apply)
+        predicted = weights if output.apply == "weights" else np.matmul(weights, p.V)
+        axes = tuple(range(1, predicted.ndim))
+        if overflow:
+            # math.exp raises where np.exp gives inf: the same overflow, in pure Python.
+            return ~np.isfinite(predicted).all(axis=axes)
+        assert actual is not None
+        return agrees_stack(actual, predicted, self.tolerances[name], loose=large)
+
+    def search(self, variants: list[Variant], names: list[str], known: list[str] = ()) -> Variant | None:  # type: ignore[assignment]
+        """The first (fewest mistakes) variant that reproduces every named probe. ``known``:
+        probes already compared (cached), checked first as they reject most cheaply."""
+        ordered = list(known) + sorted((n for n in names if n not in known), key=lambda n: discrimination(self.probes[n]))
+        for variant in variants:
+            if all(self.matches(variant, n) for n in ordered):
+                return variant
+        return None
+
+    def variants(self) -> list[Variant]:
+        """The fixed catalogue plus, for this submission, variants with fitted scale factors."""
+        extra = fitted_options(self)
+        if not extra:
+            return all_variants()
+        self.scale_options = list(SCALE.options) + extra
+        self._cache.clear()
+        base = [v for v in all_variants() if v.option("scale") is SCALE.default and len(v.deviations) <= 2]
+        fitted = [with_scale(v, option) for option in extra for v in base]
+        self._keep.extend(fitted)
+        return sorted(all_variants() + fitted, key=lambda v: len(v.deviations))
+
+
+def _attempt(function: Callable[..., np.ndarray], *args: object) -> Prediction:
+    try:
+        return function(*args)
+    except Exception as exc:  # numpy raises where a mistake breaks the shapes
+        return exc
+
+
+def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape of np.matmul(a, b) for arrays of at least two dimensions, or None if it raises."""
+    if a[-1] != b[-2]:
+        return None
+    try:
+        batch = np.broadcast_shapes(a[:-2], b[:-2])
+    except ValueError:
+        return None
+    return (*batch, a[-2], b[-1])
+
+
+def agrees_stack(actual: np.ndarray, predicted: np.ndarray, tolerance: Tolerance, loose: bool = False) -> np.ndarray:
+    """For each array of the stack ``predicted``: same non-finite places as ``actual`` and the
+    rest within tolerance (|actual - predicted| <= atol + rtol * |predicted|).
+
+    ``loose`` (large inputs): overflow depends on the precision and the order of operations, so
+    any non-finite value on one side only needs some non-finite value on the other.
+    """
+    axes = tuple(range(1, predicted.ndim))
+    a = actual[None]
+    fa, fp = np.isfinite(a), np.isfinite(predicted)
+    both = fa & fp
+    within = np.where(both, np.abs(a - predicted) <= tolerance.atol + tolerance.rtol * np.abs(predicted), True).all(axis=axes)
+    if loose:
+        p_bad = ~fp.all(axis=axes)
+        a_bad = not bool(fa.all())
+        return np.where(p_bad | a_bad, p_bad & a_bad, within)
+    same_places = (fa == fp).all(axis=axes)
+    same_kind = np.where(~fa & ~fp, np.isnan(a) == np.isnan(predicted), True).all(axis=axes)
+    return same_places & same_kind & within
+
+
+def discrimination(probe: Probe) -> tuple[int, ...]:
+    """Sort key: the probes that tell the most mistakes apart first. All sizes different (equal
+    sizes hide which one a scale used); the weights themselves (V = identity) before an output
+    (a real V, which alone shows returns-weights, follows right after); a batch before a single
+    sequence of the same kind (it shows the transpose too); large and fresh probes last."""
+    sizes = {probe.Q.shape[-2], probe.K.shape[-2], probe.Q.shape[-1], probe.V.shape[-1]}
+    return (int(probe.magnitude > 1.0), int(probe.fresh), -len(sizes), int(probe.kind != "identity"), -probe.Q.ndim)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fitted scales
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    probe: str
+    sizes: dict[str, int]
+    scale: float
+    r2: float
+
+
+def scale_points(ev: Evidence, linear: bool = False, batched: bool = False) -> list[ScalePoint]:
+    """The effective scale fitted on each single-sequence (and with ``batched``, each batched)
+    weights probe where one scale explains the weights: a softmax of scaled scores, or with
+    ``linear`` the scaled scores themselves."""
+    points = []
+    for name, probe in ev.probes.items():
+        if probe.kind != "identity" or (probe.batched and not batched) or probe.magnitude > 1.0 or name not in ev.observed:
+            continue
+        weights = ev.returned(name)
+        if weights is None:
+            continue
+        fit = (fit_linear if linear else fit_scale)(probe.Q, probe.K, weights)
+        if fit is not None and fit.r2 > FIT_R2 and fit.points >= 4 and np.isfinite(fit.scale) and fit.scale > 0:
+            sizes = {size: int(measure(probe.Q, probe.K, probe.V)) for size, measure in SIZES.items()}
+            points.append(ScalePoint(name, sizes, fit.scale, fit.r2))
+    return points
+
+
+def fitted_options(ev: Evidence) -> list[Option]:
+    """Scale options fitted from the submission's weights that no fixed option already gives: a
+    constant (the same scale on cases with different d_k), or c * size^p for d_k, T_k, T_q or d_v."""
+    options: list[Option] = []
+    for linear in (False, True):
+        points = scale_points(ev, linear)
+        if len({p.sizes["d_k"] for p in points}) < 2:
+            continue
+        scales = np.array([p.scale for p in points])
+        candidates: list[Option] = []
+        if scales.max() / scales.min() - 1.0 < LAW_ERROR:
+            candidates.append(fitted_scale_option(None, float(np.median(scales)), 0.0))
+        else:
+            for size in ("d_k", "T_k", "T_q", "d_v"):
+                law = fit_power([(p.sizes[size], p.scale) for p in points])
+                if law is not None and law.worst < LAW_ERROR:
+                    candidates.append(fitted_scale_option(size, law.c, law.p))
+        if not candidates:
+            everywhere = scale_points(ev, linear, batched=True)
+            table = _table(everywhere)
+            if table is not None:
+                stored = {p.sizes["d_k"] for p in everywhere if not ev.probes[p.probe].fresh}
+                candidates.append(fitted_scale_table(table, stored))
+        for option in candidates:
+            if not _given_by_fixed(option, ev):
+                options.append(option)
+    return options
+
+
+def _table(points: list[ScalePoint]) -> dict[int, float] | None:
+    """The fitted scale at each d_k, if the fits at the same d_k agree: a function of d_k."""
+    table: dict[int, float] = {}
+    for point in points:
+        dk = point.sizes["d_k"]
+        if dk in table and abs(table[dk] / point.scale - 1.0) > LAW_ERROR:
+            return None
+        table.setdefault(dk, point.scale)
+    return table if len(table) >= 2 else None
+
+
+def _given_by_fixed(option: Option, ev: Evidence) -> bool:
+    """A fitted option that gives the same scale as a fixed one on every probe adds nothing."""
+    return any(all(_same(option, fixed, probe) for probe in ev.probes.values()) for fixed in SCALE.options)
+
+
+def _same(a: Option, b: Option, probe: Probe) -> bool:
+    x = float(a.apply(probe.Q, probe.K, probe.V))
+    y = float(b.apply(probe.Q, probe.K, probe.V))
+    return abs(x - y) <= 0.005 * abs(y)

@@ -1,0 +1,103 @@
+"""Locating a named mistake in the submission's source: read as text, parsed, never run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, EXAMPLES
+from grader.diagnosis.locate import MAX_BYTES, attach_locations
+from grader.diagnosis.model import Diagnosis
+
+
+def located(path: Path, name: str, **evidence: object) -> str | None:
+    (d,) = attach_locations(path, [Diagnosis.of(name, "measured", dict(evidence))])
+    return None if d.location is None else d.location.code
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "fragment"),
+    [
+        ("buggy/scale-by-dk.py", "scale-by-dk", "/ d_k"),
+        ("buggy/einsum-scale-by-dk.py", "scale-by-dk", "/ Q.shape[-1]"),
+        ("buggy/prescale-q-by-dk.py", "scale-by-dk", "q = q / q.shape[-1]"),
+        ("buggy/scale-multiplied.py", "scale-multiplied", "* np.sqrt(d_k)"),
+        ("buggy/scale-multiplied-class.py", "scale-multiplied", "d_k ** 0.5"),
+        ("buggy/scale-by-seq-len.py", "scale-by-seq-len", "K.shape[-2]"),
+        ("buggy/scale-k-shape1.py", "scale-by-seq-len", "K.shape[1]"),
+        ("buggy/scale-len-q0.py", "scale-by-seq-len", "math.sqrt(dk)"),
+        ("buggy/scale-by-dv.py", "scale-by-dv", "V.shape[-1]"),
+        ("buggy/scale-v-shape1.py", "scale-by-dv", "V.shape[1]"),
+        ("buggy/scale-v-shape1.py", "scale-by-seq-len", "V.shape[1]"),
+        ("buggy/scale-constant.py", "scale-constant", "/ 8.0"),
+        ("buggy/scale-other.py", "scale-other", "** 0.25"),
+        ("buggy/scale-log-dk.py", "scale-other", "np.log(d_k)"),
+        ("buggy/scale-shape1-no-root.py", "scale-by-dk", "/ Q.shape[1]"),
+        ("buggy/scale-shape1-no-root.py", "scale-by-seq-len", "/ Q.shape[1]"),
+        ("buggy/scale-missing.py", "scale-missing", "scores = Q @ np.swapaxes(K, -1, -2)"),
+        ("buggy/batch-transpose.py", "batch-transpose", "K.T"),
+        ("buggy/batch-transpose-method.py", "batch-transpose", "K.transpose()"),
+        ("buggy/batch-transpose-dot.py", "batch-transpose", "np.dot(Q, K.T)"),
+        ("buggy/softmax-wrong-axis.py", "softmax-wrong-axis", "axis=-2"),
+        ("buggy/softmax-axis1.py", "softmax-wrong-axis", "axis=axis"),
+        ("buggy/softmax-column-max.py", "softmax-wrong-axis", "axis=-2"),
+        ("buggy/softmax-wrong-axis-whole.py", "softmax-wrong-axis", "e.sum()"),
+        ("buggy/softmax-missing.py", "softmax-missing", "return scores @ V"),
+        ("buggy/softmax-unstable.py", "softmax-unstable", "np.exp(x)"),
+        ("buggy/softmax-global-shift.py", "softmax-unstable", "np.max(scores)"),
+        ("buggy/returns-weights.py", "returns-weights", "return weights"),
+        ("buggy/nondeterministic.py", "nondeterministic", "np.random.rand"),
+        ("buggy/hardcoded-shapes.py", "hardcoded", "not in KNOWN"),
+        ("buggy/timeout.py", "timeout", "while True"),
+    ],
+)
+def test_the_line_of_each_mistake_is_found(path: str, name: str, fragment: str) -> None:
+    code = located(CORPUS / path, name)
+    assert code is not None and fragment in code
+
+
+def test_mutation_points_at_the_array_that_changed() -> None:
+    assert located(CORPUS / "buggy/input-mutated-k.py", "input-mutated", array="K") == "K *= 1.0 / np.sqrt(d_k)"
+    assert located(CORPUS / "buggy/input-mutated-out.py", "input-mutated", array="K") == "np.multiply(K, 1.0 / np.sqrt(K.shape[-1]), out=K)"
+
+
+def test_an_exception_is_located_at_the_line_the_worker_saw() -> None:
+    assert located(CORPUS / "buggy/crash.py", "crash", line=6) == 'raise ValueError("not implemented")'
+    assert located(CORPUS / "buggy/crash.py", "crash", line=999) is None
+
+
+def test_demo_code_under_main_is_never_the_location(tmp_path: Path) -> None:
+    path = tmp_path / "sub.py"
+    path.write_text(
+        "import numpy as np\n\ndef attention(Q, K, V):\n    return np.swapaxes(K, -1, -2)\n\n"
+        'if __name__ == "__main__":\n    x = np.ones((2, 2)).T\n'
+    )
+    assert located(path, "batch-transpose") is None
+
+
+def test_a_location_is_only_attached_never_created(tmp_path: Path) -> None:
+    assert attach_locations(EXAMPLES / "seed_buggy.py", []) == []
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"def attention(Q, K, V)\n    return Q @ K.T\n",  # a syntax error
+        b"\xff\xfe\x00\x00 not utf-8 \x80\x81 Q @ K.T",  # not UTF-8 (decoded with replacement)
+        b"x = " + b"(" * 5000 + b"1" + b")" * 5000 + b"\n",  # deep enough to exhaust the parser
+        b"# " + b"a" * (MAX_BYTES + 10) + b"\n",  # larger than the grader reads
+        b"\x00\x00\x00",
+        b"",
+    ],
+    ids=["syntax-error", "not-utf8", "deep-nesting", "huge", "nul-bytes", "empty"],
+)
+def test_hostile_files_give_no_location_and_no_error(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "sub.py"
+    path.write_bytes(content)
+    for name in ("batch-transpose", "scale-by-dk", "softmax-unstable", "crash", "hardcoded", "input-mutated"):
+        located(path, name, line=1)  # must not raise
+
+
+def test_a_missing_file_gives_no_location(tmp_path: Path) -> None:
+    assert located(tmp_path / "gone.py", "batch-transpose") is None

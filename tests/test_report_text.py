@@ -1,0 +1,53 @@
+"""The terminal report of a diagnosis: its location and the heat map, rendered without colour."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+from rich.console import Console
+
+from conftest import EXAMPLES
+from grader.report.heatmap import MAX_SIZE, matrix_text
+from grader.report.jsonfmt import report_dict
+from grader.report.text import render
+
+
+def text_of(renderable: object, width: int = 100) -> str:
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    console.print(renderable)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_seed_report_shows_the_line_and_the_heat_map(grade_path) -> None:  # type: ignore[no-untyped-def]
+    report = grade_path(EXAMPLES / "seed_buggy.py")
+    out = text_of(render(report), width=300)  # wide: the location names the file by its full path
+    assert "Where     " in out and "line 12: scores = Q @ K.T / Q.shape[-1]" in out
+    assert "weights of head64/identity" in out and "submission" in out and "reference" in out
+    # Too flat: every one of the submission's 6 x 9 weights is in the faintest shade but one.
+    rows = [line for line in out.splitlines() if line.startswith("  ░") or line.startswith("  ▒")]
+    assert rows and rows[0].split()[0] == "░" * 18
+
+
+def test_location_is_in_the_json_report(grade_path) -> None:  # type: ignore[no-untyped-def]
+    report = grade_path(EXAMPLES / "seed_buggy.py")
+    doc = json.loads(json.dumps(report_dict(report)))
+    locations = {d["name"]: d["location"] for d in doc["diagnoses"]}
+    assert locations["scale-by-dk"]["line"] == 12
+    assert locations["batch-transpose"]["code"] == "scores = Q @ K.T / Q.shape[-1]"
+
+
+def test_no_heat_map_without_a_weights_failure(grade_path) -> None:  # type: ignore[no-untyped-def]
+    assert "weights of" not in text_of(render(grade_path(EXAMPLES / "correct.py")))
+
+
+def test_heat_map_marks_and_bounds() -> None:
+    big = np.full((30, 40), 1.0 / 40)
+    big[0, 0] = np.nan
+    big[1, 0] = -0.5
+    big[2, 0] = 1.5
+    big[3, 0] = 1.0
+    lines = text_of(matrix_text(big)).splitlines()
+    assert len(lines) == MAX_SIZE and all(len(line.rstrip()) <= 2 * MAX_SIZE for line in lines)
+    assert lines[0].startswith("??") and lines[1].startswith("--") and lines[2].startswith("!!") and lines[3].startswith("██")
