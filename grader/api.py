@@ -20,6 +20,7 @@ from grader.observation import CapturedOutput
 from grader.probes import Probe, build_probes
 from grader.refdata import ReferenceSet, load_default_suite, load_references
 from grader.report.model import Report
+from grader.sandbox.forkserver import ForkServer
 from grader.sandbox.runner import WorkerLimits, run_submission
 from grader.suite import Suite
 
@@ -68,10 +69,11 @@ def check_path(path: Path) -> None:
         raise UsageError(f"{path}: not a Python file (.py)")
 
 
-def grade_file(path: Path, prepared: Prepared) -> Report:
-    """Grade one submission file: run it in a worker, check, diagnose."""
+def grade_file(path: Path, prepared: Prepared, *, forkserver: ForkServer | None = None) -> Report:
+    """Grade one submission file: run it in a worker (forked by ``forkserver`` if given), check,
+    diagnose."""
     suite = prepared.suite
-    run = run_submission(path, prepared.function, prepared.probes, prepared.limits)
+    run = run_submission(path, prepared.function, prepared.probes, prepared.limits, forkserver=forkserver)
     checks = run_checks(suite, prepared.refs, run)
     diagnoses = diagnose(suite, prepared.probes, run, checks)
     passed = all(c.passed for c in checks) and not any(d.severity == "error" for d in diagnoses)

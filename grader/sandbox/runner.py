@@ -34,28 +34,11 @@ from grader.observation import (
     parse_result,
 )
 from grader.probes import Probe
+from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
+from grader.sandbox.forkserver import ForkedWorker, ForkServer
 from grader.sandbox.protocol import ProtocolError, decode, encode
 
-# Only what Python and numpy need. Nothing of the caller's environment (tokens, keys, CI secrets)
-# is passed on.
-BASE_ENV = {
-    "PATH": "/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "LC_ALL": "C.UTF-8",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONHASHSEED": "0",
-    "PYTHONIOENCODING": "utf-8",
-    # One thread each: the worker must stay single-threaded for the isolation layers (Landlock and
-    # user namespaces apply to a single-threaded process), and parallel workers share the cores.
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-}
-
-
-# The worker imports the very same `grader` package as this process (an installed copy and a source
-# tree may both exist), with -I so that no environment variable or user site can change that.
-PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+# BASE_ENV and PACKAGE_ROOT live in env.py, which the fork server shares without importing numpy.
 WORKER_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.worker import entry; entry(sys.argv[1:])"
 
 
@@ -149,22 +132,25 @@ def _writer(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-def run_submission(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits) -> WorkerRun:
-    """Run one submission on ``probes`` in a fresh worker process. Raises SandboxError only when
-    the worker cannot be started at all; everything the submission does is in the WorkerRun."""
+def run_submission(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits, *, forkserver: ForkServer | None = None) -> WorkerRun:
+    """Run one submission on ``probes`` in a fresh worker process (forked by ``forkserver`` when
+    given and working). Raises SandboxError only when the worker cannot be started at all;
+    everything the submission does is in the WorkerRun."""
     workdir = tempfile.mkdtemp(prefix="grader-work-")
     request = build_request(submission.resolve(), function, probes, limits)
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
-    started = time.monotonic()
+    env = {**BASE_ENV, "HOME": workdir, "TMPDIR": workdir}
+    proc: subprocess.Popen[bytes] | ForkedWorker | None = forkserver.spawn(req_r, res_w, workdir, env) if forkserver is not None else None
+    started = time.monotonic()  # after the fork server's own start-up, which is not the submission's time
     try:
-        proc = subprocess.Popen(
+        proc = proc or subprocess.Popen(
             [sys.executable, "-I", "-c", WORKER_BOOT, PACKAGE_ROOT, str(req_r), str(res_w)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=workdir,
-            env={**BASE_ENV, "HOME": workdir, "TMPDIR": workdir},
+            env=env,
             pass_fds=(req_r, res_w),
             start_new_session=True,  # its own process group: one killpg ends it and its children
         )
@@ -189,7 +175,7 @@ def run_submission(submission: Path, function: str, probes: list[Probe], limits:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, started: float) -> WorkerRun:
+def _collect(proc: subprocess.Popen[bytes] | ForkedWorker, res_fd: int, limits: WorkerLimits, started: float) -> WorkerRun:
     assert proc.stdout is not None
     deadline = started + limits.timeout_s
     sink = _OutputSink(limits.output_bytes)
@@ -266,8 +252,10 @@ def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, s
     )
 
 
-def _reap(proc: subprocess.Popen[bytes]) -> tuple[int | None, int | None, int]:
+def _reap(proc: subprocess.Popen[bytes] | ForkedWorker) -> tuple[int | None, int | None, int]:
     """Wait for the worker (it was killed if need be) and read its exit status and peak memory."""
+    if isinstance(proc, ForkedWorker):
+        return proc.reap()  # the fork server is its parent and reports how it ended
     try:
         _, status, usage = os.wait4(proc.pid, 0)
     except ChildProcessError:
