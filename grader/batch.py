@@ -14,7 +14,6 @@ what was finished is returned with ``interrupted`` set.
 
 from __future__ import annotations
 
-import concurrent.futures as futures
 import os
 import threading
 from dataclasses import dataclass, replace
@@ -48,21 +47,25 @@ class BatchOutcome:
         return [self.reports[i] for i in sorted(self.reports)]
 
 
-def _labelled(report: Report, submission: Submission) -> Report:
+def _labelled(report: Report, submission: Submission, cached: bool = False) -> Report:
     """The report under the submission's current name (a cached one may come from another path)."""
     path = str(submission.file) if submission.file is not None else submission.label
     extra = {k: v for k, v in report.extra.items() if k not in ("candidate", "cached")}
     if submission.folder is not None:
         extra["candidate"] = submission.label
+    if cached:
+        extra["cached"] = True
     return replace(report, path=path, extra=extra)
 
 
 def grade_one(submission: Submission, prepared: Prepared, forkserver: ForkServer | None) -> tuple[Report, bool]:
-    """The report, and whether it may be cached (a failure of the grader itself may not)."""
+    """The report, and whether it may be cached: not a failure of the grader itself, and not a
+    timeout, which depends on how loaded the machine was."""
     if submission.file is None:
         return error_report(Path(submission.label), prepared, submission.error or "nothing to grade"), False
     try:
-        return grade_file(submission.file, prepared, forkserver=forkserver), True
+        report = grade_file(submission.file, prepared, forkserver=forkserver)
+        return report, report.worker_status != "timeout"
     except GraderError as exc:
         return error_report(submission.file, prepared, str(exc)), False
     except Exception as exc:  # a bug of ours on this one submission: report it, grade the rest
@@ -81,8 +84,8 @@ def run_batch(
     reports: dict[int, Report] = {}
     stopping = threading.Event()
 
-    def record(index: int, report: Report) -> None:
-        report = _labelled(report, submissions[index])
+    def record(index: int, report: Report, cached: bool = False) -> None:
+        report = _labelled(report, submissions[index], cached)
         reports[index] = report
         on_result(index, report)
 
@@ -101,11 +104,27 @@ def run_batch(
                     cache.problem = cache.problem or f"{submission.label}: {exc.strerror}"
                 hit = cache.get(key, prepared.suite.name) if key else None
                 if hit is not None:
-                    record(index, replace(hit, extra={**hit.extra, "cached": True}))
+                    record(index, hit, cached=True)
                     continue
             todo.append((index, key))
     except KeyboardInterrupt:
         return BatchOutcome(reports, True, len(submissions))
+
+    def finished(index: int, key: str | None, report: Report, cacheable: bool) -> None:
+        if cache is not None and key is not None and cacheable:
+            cache.put(key, report)
+        record(index, report)
+
+    if jobs <= 1 or len(todo) <= 1:
+        # In this thread: no pool to start for one submission (the cold single-file case), and
+        # Ctrl-C reaches run_submission, whose cleanup kills the worker.
+        try:
+            for index, key in todo:
+                finished(index, key, *grade_one(submissions[index], prepared, forkserver))
+        except KeyboardInterrupt:
+            return BatchOutcome(reports, True, len(submissions))
+        return BatchOutcome(reports, False, len(submissions))
+    import concurrent.futures as futures  # here: a single submission does without
 
     def work(index: int) -> tuple[Report, bool]:
         if stopping.is_set():
@@ -119,10 +138,7 @@ def run_batch(
             done, _ = futures.wait(pending, timeout=0.25, return_when=futures.FIRST_COMPLETED)
             for future in done:
                 index, key = pending.pop(future)
-                report, cacheable = future.result()
-                if cache is not None and key is not None and cacheable:
-                    cache.put(key, report)
-                record(index, report)
+                finished(index, key, *future.result())
     except KeyboardInterrupt:
         stopping.set()
         for future in pending:

@@ -139,7 +139,7 @@ class TextReporter:
     def add(self, report: Report) -> None:
         self.reports.append(report)
         if self.quiet:
-            self.console.print(one_line(report))
+            self.console.print(one_line(report), soft_wrap=True)  # one line, however long the path
             return
         self.console.print(render(report))
         self.console.print()
