@@ -94,17 +94,39 @@ def pytest_loop(files: list[Path], work: Path, env: dict[str, str]) -> list[floa
     return times
 
 
+def import_profile(file: Path, env: dict[str, str]) -> list[tuple[str, float]]:
+    """Where a cold `grade` spends its import time: ``-X importtime`` summed by top package (the
+    grader's own modules one by one), largest first, in milliseconds."""
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "grader", "--no-cache", str(file)], env=env, capture_output=True, text=True, timeout=120)
+    totals: dict[str, float] = {}
+    for line in result.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        _, own, name = line.split("|")
+        try:
+            micros = float(own.split(":")[-1])
+        except ValueError:
+            continue  # the header line
+        name = name.strip()
+        key = name if name.startswith("grader") else name.split(".")[0]
+        totals[key] = totals.get(key, 0.0) + micros / 1000
+    return sorted(totals.items(), key=lambda item: -item[1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=200, help="submissions in the batch (default 200)")
     parser.add_argument("--pytest-runs", type=int, default=None, help="pytest runs to time (default: all; the per-submission median is used)")
     parser.add_argument("--repeat", type=int, default=9, help="repetitions of the cold-start measurements (default 9)")
     parser.add_argument("--quick", action="store_true", help="40 pytest runs and 5 repetitions")
+    parser.add_argument("--profile", action="store_true", help="also show where a cold start spends its import time")
     args = parser.parse_args()
     if args.quick:
         args.pytest_runs = args.pytest_runs or 40
         args.repeat = 5
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
+    # As installed: bytecode is cached (pip compiles it at install), so PYTHONDONTWRITEBYTECODE
+    # would only measure compiling the grader's sources on every start.
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "PYTHONDONTWRITEBYTECODE")}
     env["PYTHONPATH"] = str(ROOT)
     jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as tmp:
@@ -129,6 +151,7 @@ def main() -> None:
         for _ in range(args.repeat):
             numpy_times.append(run([sys.executable, "-c", "import numpy"], env))
             grade_times.append(run([*grade, str(one)], env))
+        profile = import_profile(one, env) if args.profile else []
 
     n = len(files)
     numpy_med, grade_med = statistics.median(numpy_times), statistics.median(grade_times)
@@ -144,6 +167,11 @@ def main() -> None:
     print(f"  python -c 'import numpy': {1000 * numpy_med:6.0f} ms")
     print(f"  grade one submission:     {1000 * grade_med:6.0f} ms")
     print(f"  ratio:                    {cold_ratio:6.2f}x  (target <= 2.5x: {'met' if cold_ratio <= 2.5 else 'MISSED'})")
+    if profile:
+        print("cold start imports (python -X importtime, own time summed by package, ms):")
+        for name, ms in profile[:15]:
+            print(f"  {ms:6.1f}  {name}")
+        print(f"  {sum(ms for _, ms in profile):6.1f}  all imports")
 
 
 if __name__ == "__main__":
