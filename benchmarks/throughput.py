@@ -102,7 +102,7 @@ def import_profile(file: Path, env: dict[str, str]) -> list[tuple[str, float]]:
     for line in result.stderr.splitlines():
         if not line.startswith("import time:") or "|" not in line:
             continue
-        _, own, name = line.split("|")
+        own, _cumulative, name = line.split("|")
         try:
             micros = float(own.split(":")[-1])
         except ValueError:

@@ -134,11 +134,11 @@ def run_batch(
     pool = futures.ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="grade")
     pending = {pool.submit(work, index): (index, key) for index, key in todo}
     try:
-        while pending:
-            done, _ = futures.wait(pending, timeout=0.25, return_when=futures.FIRST_COMPLETED)
-            for future in done:
-                index, key = pending.pop(future)
-                finished(index, key, *future.result())
+        # as_completed waits on every future once (a wait() per result would be quadratic), and
+        # Ctrl-C interrupts its wait.
+        for future in futures.as_completed(list(pending)):
+            index, key = pending.pop(future)
+            finished(index, key, *future.result())
     except KeyboardInterrupt:
         stopping.set()
         for future in pending:

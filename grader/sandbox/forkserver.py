@@ -29,6 +29,7 @@ server before it imports anything heavy, and the server's start-up overlaps the 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import selectors
@@ -207,6 +208,10 @@ def serve(control_fd: int) -> None:
 
     from grader.sandbox import worker
 
+    # Everything imported so far is shared with every child, copy-on-write. A garbage collection
+    # in a child would touch (and so copy) every page of it: frozen objects are never scanned.
+    gc.collect()
+    gc.freeze()
     control = socket.socket(fileno=control_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
