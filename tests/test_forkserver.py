@@ -102,3 +102,17 @@ def test_a_dead_server_falls_back_to_fresh_workers(prepared: Prepared) -> None:
     assert error_names(report) == ["batch-transpose", "scale-by-dk"]
     assert not server.usable and server.spawned == 0
     server.close()
+
+
+def test_a_server_gone_before_reaping_leaves_the_verdict_to_the_worker_pipes() -> None:
+    import os
+    import socket
+
+    from grader.sandbox.forkserver import ForkedWorker
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    read_end, write_end = os.pipe()
+    os.close(write_end)
+    theirs.close()  # what the grader sees when the server dies
+    no_such_pid = 4_194_305  # above any pid_max: a kill, should one happen, reaches nobody
+    assert ForkedWorker(no_such_pid, ours, open(read_end, "rb", buffering=0)).reap() == (0, None, 0)

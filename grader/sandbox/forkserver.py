@@ -105,7 +105,10 @@ class ForkedWorker:
         status, rss = message.get("status"), message.get("max_rss_kb")
         rss = rss if type(rss) is int and rss >= 0 else 0
         if type(status) is not int:
-            return None, None, rss  # the server died: nothing is known of how the worker ended
+            # The server died (or was killed, perhaps by a submission) before it could say. The
+            # runner trusts a run only if the worker also sent "done" on its own pipe, and after
+            # "done" a worker only exits: 0 is the one exit code consistent with that.
+            return 0, None, rss
         if os.WIFSIGNALED(status):
             return None, os.WTERMSIG(status), rss
         return os.WEXITSTATUS(status), None, rss
@@ -271,7 +274,13 @@ def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.so
         return
     req_r, res_w, out_w, reply_fd = fds
     reply = socket.socket(fileno=reply_fd)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # out of processes or memory: no pid sent, the grader starts a fresh worker
+        for fd in (req_r, res_w, out_w):
+            os.close(fd)
+        reply.close()
+        return
     if pid == 0:
         _child(entry, req_r, res_w, out_w, workdir, env, [reply, control, *replies.values()])
     for fd in (req_r, res_w, out_w):
