@@ -48,3 +48,9 @@ def test_readme_format_table_matches_the_reporters() -> None:
     table = readme.split("### Report formats", 1)[1].split("\n\n", 3)[2]
     rows = re.findall(r"^\| ([a-z]+) \| ", table, flags=re.M)
     assert tuple(rows[1:]) == FORMATS  # after the header row
+
+
+def test_cli_format_choices_are_the_reporters() -> None:
+    from grader.cli import FORMATS as CLI_FORMATS
+
+    assert CLI_FORMATS == FORMATS

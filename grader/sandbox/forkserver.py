@@ -185,6 +185,8 @@ class ForkServer:
     def close(self) -> None:
         """Stop the server; it kills the process group of every worker still running."""
         self.usable = False
+        if self.spawned == 0:
+            self.proc.kill()  # never used (a usage error, all results cached): no need to wait for its start
         try:
             self.control.close()
         except OSError:
