@@ -116,7 +116,7 @@ def summary_table(summary: RunSummary) -> Group:
         table.add_column("name")
         table.add_column("submissions", justify="right")
         for code, name, count in summary.diagnoses:
-            table.add_row(code, name, str(count))
+            table.add_row(Text(code), Text(name), str(count))  # Text: never read as markup
         parts.append(table)
     if summary.slowest:
         table = Table(title="slowest submissions", title_justify="left", box=None, padding=(0, 2, 0, 0))
