@@ -22,7 +22,7 @@ from typing import Callable
 
 from grader.api import Prepared, error_report, grade_file
 from grader.cache import ResultCache
-from grader.discover import Submission
+from grader.discover import Submission, TooLarge
 from grader.errors import GraderError
 from grader.report.model import Report
 from grader.sandbox.forkserver import ForkServer
@@ -99,9 +99,10 @@ def run_batch(
             if cache is not None:
                 try:
                     key = cache.key(submission.content_hash())
-                except OSError as exc:  # unreadable now: grade it, the worker will say why
+                except OSError:  # unreadable now: graded, not cached (the worker will say why)
                     key = None
-                    cache.problem = cache.problem or f"{submission.label}: {exc.strerror}"
+                except TooLarge:
+                    key = None
                 hit = cache.get(key, prepared.suite.name) if key else None
                 if hit is not None:
                     record(index, hit, cached=True)

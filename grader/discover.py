@@ -41,6 +41,11 @@ CONVENTIONAL = ("attention.py", "solution.py", "submission.py")
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "build", "dist"})
 MAX_FILES = 2000
 MAX_PARSE_BYTES = 2 * 1024 * 1024  # a bigger file is not parsed (it could only be generated)
+MAX_CHECKOUT_BYTES = 64 * 1024 * 1024  # parsed or hashed per checkout, so a huge one cannot stall a batch
+
+
+class TooLarge(Exception):
+    """A checkout with more Python source than MAX_CHECKOUT_BYTES: graded, but never cached."""
 
 
 @dataclass(frozen=True)
@@ -62,9 +67,12 @@ class Submission:
 
     def content_hash(self) -> str:
         """SHA-256 over what the verdict depends on: the graded file's bytes and, for a checkout,
-        every Python file beside it (the submission may import them), each with its relative path."""
+        every Python file beside it (the submission may import them), each with its relative path.
+        Raises OSError for an unreadable file and TooLarge for a checkout over the byte budget."""
         digest = hashlib.sha256()
         files = self.related if self.folder is not None else ((self.file,) if self.file else ())
+        if self.folder is not None and sum(p.stat().st_size for p in files) > MAX_CHECKOUT_BYTES:
+            raise TooLarge(self.label)
         for path in files:
             name = os.path.relpath(path, self.folder) if self.folder is not None else path.name
             digest.update(name.encode("utf-8", "surrogateescape") + b"\0")
@@ -177,7 +185,17 @@ def find_in_checkout(folder: Path, rule: Rule, label: str | None = None) -> Subm
         why = f"{len(matches)} files match --submission-file {rule.pattern!r}: {names}" if matches else f"no file matches --submission-file {rule.pattern!r}"
         return Submission(label, None, folder, tuple(files), error=why)
     candidates = [f for f in files if not _is_test_file(f.name)]
-    definers = [f for f in candidates if defines_function(f, rule.function)]
+    definers = []
+    budget = MAX_CHECKOUT_BYTES
+    for f in candidates:
+        try:
+            budget -= f.stat().st_size
+        except OSError:
+            continue
+        if budget < 0:
+            break  # the rest is not parsed; a conventional name below may still decide
+        if defines_function(f, rule.function):
+            definers.append(f)
     if definers:
         best = min(_rank(f, rule) for f in definers)
         chosen = [f for f in definers if _rank(f, rule) == best]

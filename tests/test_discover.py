@@ -154,3 +154,15 @@ def test_bad_paths_are_usage_errors(tmp_path: Path, make: str) -> None:
     target = {"missing": tmp_path / "nope", "empty": tmp_path, "text": write(tmp_path / "notes.txt", "x")}[make]
     with pytest.raises(UsageError):
         discover([target], Rule())
+
+
+def test_a_huge_checkout_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import grader.discover as discover_module
+
+    monkeypatch.setattr(discover_module, "MAX_CHECKOUT_BYTES", 200)
+    write(tmp_path / "a_big.py", "# padding\n" * 30 + DEFINES)  # over the budget: not parsed
+    write(tmp_path / "solution.py", "x = 1\n")
+    sub = find_in_checkout(tmp_path, Rule())
+    assert sub.file == tmp_path / "solution.py"  # the conventional name still decides
+    with pytest.raises(discover_module.TooLarge):
+        sub.content_hash()
