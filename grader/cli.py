@@ -129,9 +129,10 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, *, candidate: bool,
     in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
     info = RunInfo(prepared.suite.name, prepared.suite.max_score, quiet=quiet)
     stdout = make_reporter(fmt, sys.stdout, info)  # type: ignore[arg-type]
-    # Under GitHub Actions, nothing printed on stdout may act as a workflow command (a candidate's
-    # path or printed text could be "::error ..."): the runner's stop-commands switch covers it.
-    resume = _stop_commands() if in_actions and fmt != "github" else None
+    # Under GitHub Actions, nothing the text report prints may act as a workflow command (a
+    # candidate's path or printed text could start a line with "::error"): the runner's
+    # stop-commands switch covers it. Other formats leave stdout an exact document.
+    resume = _stop_commands() if in_actions and fmt == "text" else None
     bar = None if quiet or os.environ.get("CI") or not sys.stdout.isatty() else _progress(len(submissions))
     failures = 0
 
@@ -197,7 +198,8 @@ def _github_actions(reports: list[Any], info: Any, fmt: str) -> None:
     from grader.report.markdown import render
 
     if fmt != "github":
-        annotations = GithubReporter(sys.stdout, info)
+        # After a document on stdout (json, junit, ...) they go to stderr, which the runner reads too.
+        annotations = GithubReporter(sys.stdout if fmt == "text" else sys.stderr, info)
         for report in reports:
             annotations.add(report)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -208,3 +208,10 @@ def test_ctrl_c_keeps_and_writes_what_was_graded(tmp_path: Path, jobs: str) -> N
     doc = json.loads(report.read_text())
     assert [Path(s["path"]).name for s in doc["submissions"]] == ["a_correct.py"]
     assert doc["submissions"][0]["passed"] is True
+
+
+def test_json_stays_a_clean_document_under_github_actions(tmp_path: Path) -> None:
+    code, out, err = invoke("--no-cache", "--format", "json", str(EXAMPLES / "seed_buggy.py"), env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")})
+    assert code == 1
+    assert json.loads(out)["summary"]["total"] == 1  # stdout: the document and nothing else
+    assert [line.split("::")[1].split(" ")[0] for line in err.splitlines()] == ["error", "error"]
