@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import __version__
+from grader.api import Prepared
 from grader.fsutil import write_atomically
 from grader.report.jsonfmt import report_dict, report_from_dict
 from grader.report.model import Report
@@ -55,6 +56,17 @@ class ResultCache:
         self.context = hashlib.sha256(json.dumps({**context, "grader": grader_digest()}, sort_keys=True).encode()).hexdigest()
         self.problem: str | None = None  # set when the cache could not be written
         self.hits = 0
+
+    @classmethod
+    def for_run(cls, prepared: Prepared, directory: Path | None = None) -> ResultCache:
+        """The cache for grading with ``prepared`` (its suite, function and limits key entries)."""
+        limits = prepared.limits
+        context = {
+            "suite": prepared.suite.fingerprint(),
+            "function": prepared.function,
+            "limits": [limits.timeout_s, limits.memory_mb, limits.output_bytes, limits.result_bytes, limits.file_bytes],
+        }
+        return cls(directory or default_cache_dir(), context)
 
     def key(self, content_hash: str) -> str:
         return hashlib.sha256(f"{self.context}:{content_hash}".encode()).hexdigest()

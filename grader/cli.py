@@ -104,7 +104,6 @@ def check_command(paths: tuple[Path, ...], candidate: bool, pattern: str | None,
 
 
 def _grade(paths: list[Path], specs: list[Any], server: Any, *, candidate: bool, pattern: str | None, fmt: str, jobs: int | None, quiet: bool, no_cache: bool, cache_dir: Path | None, function: str | None, suite_path: Path | None, timeout: float | None, memory: int | None) -> ExitCode:
-    import io
     import os
 
     from grader.api import Options, prepare
@@ -112,7 +111,7 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, *, candidate: bool,
     from grader.discover import Rule, discover
     from grader.refdata import load_default_suite
     from grader.report.base import RunInfo, make_reporter
-    from grader.report.files import write_report_file
+    from grader.report.files import render_document, write_report_file
     from grader.report.model import Report
     from grader.suite import load_suite
 
@@ -121,11 +120,9 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, *, candidate: bool,
     prepared = prepare(suite, Options(function=function, timeout_s=timeout, memory_mb=memory))
     cache = None
     if not no_cache:
-        from grader.cache import ResultCache, default_cache_dir
+        from grader.cache import ResultCache
 
-        limits = prepared.limits
-        context = {"suite": suite.fingerprint(), "function": prepared.function, "limits": [limits.timeout_s, limits.memory_mb, limits.output_bytes]}
-        cache = ResultCache(cache_dir or default_cache_dir(), context)
+        cache = ResultCache.for_run(prepared, cache_dir)
     in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
     info = RunInfo(prepared.suite.name, prepared.suite.max_score, quiet=quiet)
     stdout = make_reporter(fmt, sys.stdout, info)  # type: ignore[arg-type]
@@ -168,12 +165,7 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, *, candidate: bool,
     if in_actions:
         _github_actions(reports, info, fmt)
     for spec in specs:
-        buffer = io.StringIO()
-        reporter = make_reporter(spec.fmt, buffer, info)
-        for report in reports:
-            reporter.add(report)
-        reporter.finish()
-        write_report_file(spec.path, buffer.getvalue())
+        write_report_file(spec.path, render_document(spec.fmt, reports, info))
     if cache is not None and cache.problem:
         click.echo(f"grade: warning: {cache.problem}", err=True)
     if outcome.interrupted:

@@ -14,6 +14,7 @@ import pytest
 from conftest import EXAMPLES
 from grader.diagnosis.model import Diagnosis, Location
 from grader.report.base import FORMATS, RunInfo, make_reporter
+from grader.report.files import render_document
 from grader.report.github import annotation_lines, escape_data, escape_property
 from grader.report.jsonfmt import report_dict, report_from_dict
 from grader.report.junit import xml_text
@@ -29,12 +30,7 @@ def reports(grade_path) -> list[Report]:  # type: ignore[no-untyped-def]
 
 
 def render(fmt: str, reports: list[Report]) -> str:
-    stream = io.StringIO()
-    reporter = make_reporter(fmt, stream, INFO)  # type: ignore[arg-type]
-    for report in reports:
-        reporter.add(report)
-    reporter.finish()
-    return stream.getvalue()
+    return render_document(fmt, reports, INFO)  # type: ignore[arg-type]
 
 
 def hostile(report: Report) -> Report:

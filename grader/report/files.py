@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import errno
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from grader.errors import OutputError, UsageError
 from grader.fsutil import write_atomically
-from grader.report.base import FORMATS, Format
+from grader.report.base import FORMATS, Format, RunInfo, make_reporter
+
+if TYPE_CHECKING:
+    from grader.report.model import Report
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,16 @@ def check_writable(path: Path) -> None:
         raise OutputError(f"{path}: cannot write in {parent}: permission denied")
     if path.exists() and not os.access(path, os.W_OK):
         raise OutputError(f"{path}: permission denied")
+
+
+def render_document(fmt: Format, reports: list[Report], info: RunInfo) -> str:
+    """The whole report file in ``fmt``, in memory: it is written in one go, atomically."""
+    buffer = io.StringIO()
+    reporter = make_reporter(fmt, buffer, info)
+    for report in reports:
+        reporter.add(report)
+    reporter.finish()
+    return buffer.getvalue()
 
 
 def write_report_file(path: Path, text: str) -> None:
