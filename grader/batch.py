@@ -99,9 +99,7 @@ def run_batch(
             if cache is not None:
                 try:
                     key = cache.key(submission.content_hash())
-                except OSError:  # unreadable now: graded, not cached (the worker will say why)
-                    key = None
-                except TooLarge:
+                except (OSError, TooLarge):  # unreadable now, or huge: graded, not cached
                     key = None
                 hit = cache.get(key, prepared.suite.name) if key else None
                 if hit is not None:

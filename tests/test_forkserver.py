@@ -116,3 +116,14 @@ def test_a_server_gone_before_reaping_leaves_the_verdict_to_the_worker_pipes() -
     theirs.close()  # what the grader sees when the server dies
     no_such_pid = 4_194_305  # above any pid_max: a kill, should one happen, reaches nobody
     assert ForkedWorker(no_such_pid, ours, open(read_end, "rb", buffering=0)).reap() == (0, None, 0)
+
+
+def test_a_closed_server_starts_nothing(prepared: Prepared) -> None:
+    from grader.errors import SandboxError
+    from grader.sandbox.runner import run_submission
+
+    server = ForkServer.start()
+    assert server is not None
+    server.close()  # what Ctrl-C does: no worker, forked or fresh, may start after it
+    with pytest.raises(SandboxError, match="grading was stopped"):
+        run_submission(EXAMPLES / "correct.py", prepared.function, prepared.probes, prepared.limits, forkserver=server)

@@ -40,6 +40,7 @@ import sys
 import threading
 from typing import IO, Any
 
+from grader.errors import SandboxError
 from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
 
 SERVER_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import serve; serve(int(sys.argv[1]))"
@@ -122,6 +123,7 @@ class ForkServer:
         self.control = control
         self.lock = threading.Lock()
         self.usable = True
+        self.closed = False
         self.spawned = 0
 
     @classmethod
@@ -154,7 +156,10 @@ class ForkServer:
 
     def spawn(self, req_r: int, res_w: int, workdir: str, env: dict[str, str]) -> ForkedWorker | None:
         """Fork a worker on these pipes. None when the server cannot: the caller starts a fresh
-        worker instead (and this server is not asked again)."""
+        worker instead (and this server is not asked again). Raises SandboxError once the server
+        was closed: grading is stopping (Ctrl-C), and no worker of any kind may start now."""
+        if self.closed:
+            raise SandboxError("grading was stopped")
         if not self.usable:
             return None
         out_r, out_w = os.pipe()
@@ -179,11 +184,13 @@ class ForkServer:
             worker.stdout.close()
             return None
         worker.pid = pid
-        self.spawned += 1
+        with self.lock:
+            self.spawned += 1
         return worker
 
     def close(self) -> None:
         """Stop the server; it kills the process group of every worker still running."""
+        self.closed = True
         self.usable = False
         if self.spawned == 0:
             self.proc.kill()  # never used (a usage error, all results cached): no need to wait for its start

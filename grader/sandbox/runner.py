@@ -141,9 +141,9 @@ def run_submission(submission: Path, function: str, probes: list[Probe], limits:
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
     env = {**BASE_ENV, "HOME": workdir, "TMPDIR": workdir}
-    proc: subprocess.Popen[bytes] | ForkedWorker | None = forkserver.spawn(req_r, res_w, workdir, env) if forkserver is not None else None
-    started = time.monotonic()  # after the fork server's own start-up, which is not the submission's time
     try:
+        proc: subprocess.Popen[bytes] | ForkedWorker | None = forkserver.spawn(req_r, res_w, workdir, env) if forkserver is not None else None
+        started = time.monotonic()  # after the fork server's own start-up, which is not the submission's time
         proc = proc or subprocess.Popen(
             [sys.executable, "-I", "-c", WORKER_BOOT, PACKAGE_ROOT, str(req_r), str(res_w)],
             stdin=subprocess.DEVNULL,
@@ -154,7 +154,7 @@ def run_submission(submission: Path, function: str, probes: list[Probe], limits:
             pass_fds=(req_r, res_w),
             start_new_session=True,  # its own process group: one killpg ends it and its children
         )
-    except OSError as exc:
+    except (OSError, SandboxError) as exc:
         for fd in (req_r, req_w, res_r, res_w):
             os.close(fd)
         shutil.rmtree(workdir, ignore_errors=True)
