@@ -153,6 +153,14 @@ def test_markdown_table_cannot_be_broken(reports: list[Report]) -> None:
     assert "## Attention grader: 1 of 2 passed" in text
 
 
+def test_markdown_code_span_fence_outgrows_backticks() -> None:
+    from grader.report.markdown import md_code
+
+    assert md_code("np.sqrt(d_k)") == "`np.sqrt(d_k)`"
+    assert md_code("use `K.T` <b>") == "``use `K.T` <b>``"
+    assert md_code("`x`") == "`` `x` ``"
+
+
 def test_gradescope_results(reports: list[Report]) -> None:
     doc = json.loads(render("gradescope", reports[:1]))
     assert doc["score"] == reports[0].score

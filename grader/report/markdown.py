@@ -2,9 +2,9 @@
 (``$GITHUB_STEP_SUMMARY``): the verdict counts, one table row per submission, and for the failed
 ones what was found and the fix.
 
-Paths, messages and fixes may come from a candidate, so every piece of text is escaped: Markdown
+Paths and messages may come from a candidate, so every piece of text is escaped: Markdown
 punctuation and ``<`` get a backslash (no link, no emphasis, no raw HTML), ``&`` becomes
-``&amp;`` and a newline a space, so no cell can break the table.
+``&amp;`` and a newline a space, so no cell can break the table. A fix is shown as a code span.
 """
 
 from __future__ import annotations
@@ -24,6 +24,16 @@ _SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#|~])")
 def md(text: str) -> str:
     text = " ".join(text.replace("&", "&amp;").split())
     return _SPECIAL.sub(r"\\\1", text)
+
+
+def md_code(text: str) -> str:
+    """``text`` as an inline code span (the fix is code): nothing in it is markup or HTML. The
+    fence is one backtick longer than any run of backticks inside, as CommonMark allows."""
+    text = " ".join(text.split())
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def render(reports: list[Report], info: RunInfo) -> str:
@@ -50,7 +60,7 @@ def render(reports: list[Report], info: RunInfo) -> str:
             lines.append(f"- not graded: {md(r.error)}")
         for d in r.diagnoses:
             where = f" (line {d.location.line})" if d.location is not None else ""
-            lines.append(f"- **{d.code} {md(d.name)}**{where}: {md(d.message)}. Fix: {md(d.fix)}")
+            lines.append(f"- **{d.code} {md(d.name)}**{where}: {md(d.message)}. Fix: {md_code(d.fix)}")
     return "\n".join(lines) + "\n"
 
 
