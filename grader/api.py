@@ -16,7 +16,6 @@ from typing import Iterator
 from grader.checks import run_checks
 from grader.diagnosis.engine import diagnose
 from grader.diagnosis.locate import attach_locations
-from grader.entry import EntryError, conventional_file, resolve_entry
 from grader.errors import UsageError
 from grader.frameworks import compile_allowance
 from grader.notebook import remap_run
@@ -25,6 +24,7 @@ from grader.probes import Probe, build_probes
 from grader.refdata import ReferenceSet, load_default_suite, load_references
 from grader.report.model import Report
 from grader.returns import split_returns
+from grader.sandbox.forkserver import ForkServer
 from grader.sandbox.policy import SandboxSettings
 from grader.sandbox.runner import WorkerLimits, run_submission
 from grader.submission import Unloadable, prepare_submission
@@ -100,9 +100,10 @@ def _unloadable_run(problem: Unloadable) -> WorkerRun:
     return WorkerRun("completed", load, {}, CapturedOutput("", 0, 0), 0.0)
 
 
-def grade_file(path: Path, prepared: Prepared, root: Path | None = None) -> Report:
-    """Grade one submission file (.py or notebook): run it in a worker, check, diagnose.
-    ``root`` is the candidate's folder when the file belongs to a repository checkout."""
+def grade_file(path: Path, prepared: Prepared, root: Path | None = None, *, forkserver: ForkServer | None = None) -> Report:
+    """Grade one submission file (.py or notebook): run it in a worker (forked by ``forkserver``
+    if given), check, diagnose. ``root`` is the candidate's folder when the file belongs to a
+    repository checkout."""
     suite = prepared.suite
     submission = prepare_submission(path, prepared.framework, root)
     extra: dict[str, object] = {}
@@ -116,7 +117,7 @@ def grade_file(path: Path, prepared: Prepared, root: Path | None = None) -> Repo
         sandbox = prepared.sandbox
         if submission.framework != "numpy":
             sandbox = replace(sandbox, processes=max(sandbox.processes, FRAMEWORK_PROCESSES))
-        run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request())
+        run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver)
         if submission.notebook is not None:
             run = remap_run(run, submission.notebook, str(path.resolve().relative_to(submission.plan.root)))
             extra["notebook_code_cells"] = submission.notebook.code_cells
@@ -144,29 +145,6 @@ def grade_file(path: Path, prepared: Prepared, root: Path | None = None) -> Repo
         worker_status=run.status if not isinstance(submission, Unloadable) else "not-run",
         sandbox=run.sandbox,
         extra=extra,
-    )
-
-
-def grade_candidate_minimal(folder: Path, prepared: Prepared) -> Report:
-    """issue 6's minimal `grade --candidate DIR`: the suite's ``entry`` inside DIR, else the first
-    conventional file name (grader.entry.conventional_file). Batch grading's folder discovery
-    (issue 4) brings the fuller rule; it resolves a suite entry with grader.entry.resolve_entry too.
-    A candidate whose file is missing gets a load-error report, not a grader error."""
-    try:
-        file = resolve_entry(folder, prepared.suite.entry) if prepared.suite.entry else conventional_file(folder)
-    except EntryError as exc:
-        return grade_unloadable(folder, prepared, Unloadable("FileNotFoundError", str(exc)))
-    return grade_file(file, prepared, root=folder)
-
-
-def grade_unloadable(path: Path, prepared: Prepared, problem: Unloadable) -> Report:
-    run = _unloadable_run(problem)
-    checks = run_checks(prepared.suite, prepared.refs, run, prepared.probes)
-    diagnoses = diagnose(prepared.suite, prepared.probes, run, checks)
-    return Report(
-        path=str(path), function=prepared.function, suite=prepared.suite.name, passed=False, score=0.0,
-        max_score=prepared.suite.max_score, checks=tuple(checks), diagnoses=tuple(diagnoses), output=run.output,
-        duration_s=0.0, worker_status="not-run", extra={"candidate": str(path)},
     )
 
 

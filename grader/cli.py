@@ -12,7 +12,8 @@ import click
 from grader import __version__
 from grader.errors import ExitCode, GraderError, UsageError
 
-FORMATS = ("text", "json")
+# The formats of grader.report.base.FORMATS, repeated here so that `grade --help` imports nothing.
+FORMATS = ("text", "json", "junit", "gradescope", "csv", "markdown", "github")
 
 
 class DefaultGroup(click.Group):
@@ -52,7 +53,14 @@ def cli() -> None:
 
 @cli.command("check")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--candidate", is_flag=True, help="Each PATH is one candidate's checkout, graded as one submission (a CI step in a candidate's repository: grade --candidate .).")
+@click.option("--submission-file", "pattern", metavar="GLOB", help="In a candidate's checkout, grade the one file whose relative path matches GLOB (default: the file that defines the function).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="What to print on stdout.")
+@click.option("--output", "-o", "outputs", multiple=True, metavar="FMT=PATH", help="Also write a report file in FMT (repeatable), e.g. -o junit=report.xml.")
+@click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), metavar="N", help="Submissions graded at once (default: the number of CPUs).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar; the text report gives one line per submission.")
+@click.option("--no-cache", "no_cache", is_flag=True, help="Neither reuse nor store cached results.")
+@click.option("--cache-dir", "cache_dir", type=click.Path(path_type=Path), envvar="GRADER_CACHE_DIR", show_envvar=True, help="Where results are cached (default: ~/.cache/attention-grader).")
 @click.option("--function", "function", metavar="NAME", help="Grade this function name instead of the suite's (default: attention).")
 @click.option("--suite", "suite_path", type=click.Path(path_type=Path), help="A suite YAML file (default: the built-in suite).")
 @click.option("--timeout", "timeout", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Wall-clock limit per submission (default 10).")
@@ -60,11 +68,17 @@ def cli() -> None:
 @click.option("--explain", "explain", metavar="NAME", help="Print the full explanation of a diagnosis (name or code) and exit.")
 @click.option("--sandbox-info", "sandbox_info", is_flag=True, help="Print which isolation layers work on this machine and exit.")
 @click.option("--strict-sandbox", "strict_sandbox", is_flag=True, help="Refuse to grade (exit 2) unless network, filesystem and process isolation are all active.")
-@click.option("--candidate", "candidates", multiple=True, type=click.Path(path_type=Path), metavar="DIR", help="Grade DIR as one candidate's checkout: the suite's `entry`, else attention.py / solution.py in DIR.")
 @click.option("--framework", "framework", type=click.Choice(("auto", "numpy", "torch", "jax")), help="Arrays the function receives (default: the suite's, auto = from its imports).")
 def check_command(
     paths: tuple[Path, ...],
+    candidate: bool,
+    pattern: str | None,
     fmt: str,
+    outputs: tuple[str, ...],
+    jobs: int | None,
+    quiet: bool,
+    no_cache: bool,
+    cache_dir: Path | None,
     function: str | None,
     suite_path: Path | None,
     timeout: float | None,
@@ -72,15 +86,21 @@ def check_command(
     explain: str | None,
     sandbox_info: bool,
     strict_sandbox: bool,
-    candidates: tuple[Path, ...],
     framework: str | None,
 ) -> None:
-    """Grade submissions that define attention(Q, K, V): .py files, notebooks (.ipynb), or
-    candidate checkouts (--candidate DIR).
+    """Grade submissions of attention(Q, K, V): files (.py, .ipynb), folders of them, candidates'
+    checkouts.
 
     \b
-    Exit codes: 0 every submission passed, 1 a submission failed, 2 usage error (bad path,
-    option, suite or references), 3 internal error of the grader.
+    grade sub.py                     one file
+    grade submissions/               each .py file in it, and each subfolder as one candidate
+    grade --candidate .              this checkout as one candidate (CI)
+    grade -j 8 -o junit=report.xml submissions/
+
+    \b
+    Exit codes: 0 every submission passed, 1 a submission failed (or could not be graded),
+    2 usage error (bad path, option, suite, references, output file), 3 internal error,
+    130 interrupted (what was graded is kept and written).
     Also: `grade explain NAME`, `grade references --verify | --regenerate`, `grade suite new PATH`.
     """
     if explain:
@@ -89,53 +109,151 @@ def check_command(
     if sandbox_info:
         _sandbox_info(fmt)
         return
-    if not paths and not candidates:
+    if not paths:
         raise UsageError("no submission given; try: grade path/to/submission.py")
-    from grader.api import Options, check_path, grade_file, prepare  # late: `grade --help` stays fast
+    from grader.report.files import check_writable, parse_output
+
+    specs = [parse_output(text) for text in outputs]
+    for spec in specs:
+        check_writable(spec.path)  # before grading: a bad output path must not cost a whole batch
+    from grader.sandbox.forkserver import ForkServer
+
+    # Started before the heavy imports below, so that its own numpy import runs meanwhile.
+    server = ForkServer.start()
+    try:
+        from grader.api import Options
+
+        options = Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox, framework=framework)
+        code = _grade(list(paths), specs, server, options, candidate=candidate, pattern=pattern, fmt=fmt, jobs=jobs, quiet=quiet, no_cache=no_cache, cache_dir=cache_dir, suite_path=suite_path)
+    finally:
+        if server is not None:
+            server.close()
+    sys.exit(code)
+
+
+def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, candidate: bool, pattern: str | None, fmt: str, jobs: int | None, quiet: bool, no_cache: bool, cache_dir: Path | None, suite_path: Path | None) -> ExitCode:
+    import os
+
+    from grader.api import prepare
+    from grader.batch import default_jobs, run_batch
+    from grader.discover import Rule, discover
+    from grader.refdata import load_default_suite
+    from grader.report.base import RunInfo, make_reporter
+    from grader.report.files import render_document, write_report_file
+    from grader.report.model import Report
     from grader.suite import load_suite
 
-    for path in paths:
-        check_path(path)
-    _check_candidates(candidates)
-    if strict_sandbox:
+    suite = load_suite(suite_path) if suite_path else load_default_suite()
+    submissions = discover(paths, Rule(function=options.function or suite.function, pattern=pattern, entry=suite.entry), candidate=candidate)
+    if options.strict_sandbox:
         _require_isolation()
-    suite = load_suite(suite_path) if suite_path else None
-    options = Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox, framework=framework)
     prepared = prepare(suite, options)
-    reporter = _reporter(fmt, prepared.suite.name, prepared.suite.max_score)
-    all_passed = True
-    for report in [*(grade_file(p, prepared) for p in paths), *_grade_candidates(candidates, prepared)]:
-        reporter.add(report)
-        all_passed = all_passed and report.passed
-    reporter.finish()
-    sys.exit(ExitCode.OK if all_passed else ExitCode.FAILED)
+    cache = None
+    if not no_cache:
+        from grader.cache import ResultCache
+
+        cache = ResultCache.for_run(prepared, cache_dir)
+    in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    info = RunInfo(prepared.suite.name, prepared.suite.max_score, quiet=quiet)
+    stdout = make_reporter(fmt, sys.stdout, info)  # type: ignore[arg-type]
+    # Under GitHub Actions, nothing the text report prints may act as a workflow command (a
+    # candidate's path or printed text could start a line with "::error"): the runner's
+    # stop-commands switch covers it. Other formats leave stdout an exact document.
+    resume = _stop_commands() if in_actions and fmt == "text" else None
+    bar = None if quiet or os.environ.get("CI") or not sys.stdout.isatty() else _progress(len(submissions))
+    failures = 0
+
+    def on_result(index: int, report: Report) -> None:
+        nonlocal failures
+        failures += not report.passed
+        if stdout.streaming:
+            stdout.add(report)
+        if bar is not None:
+            bar.update(bar.task_ids[0], advance=1, failed=failures)
+
+    if bar is not None:
+        bar.start()
+    try:
+        outcome = run_batch(submissions, prepared, on_result, jobs=jobs or default_jobs(), cache=cache, forkserver=server)
+    finally:
+        if bar is not None:
+            bar.stop()
+    reports = outcome.ordered()
+    if not stdout.streaming:
+        for report in reports:
+            stdout.add(report)
+    stdout.finish()
+    if fmt != "text" and not quiet and len(reports) > 1 and sys.stderr.isatty():
+        from rich.console import Console
+
+        from grader.report.summary import RunSummary
+        from grader.report.text import summary_table
+
+        Console(stderr=True).print(summary_table(RunSummary.of(reports)))
+    if resume is not None:
+        click.echo(f"::{resume}::")
+    if in_actions:
+        _github_actions(reports, info, fmt)
+    for spec in specs:
+        write_report_file(spec.path, render_document(spec.fmt, reports, info))
+    if cache is not None and cache.problem:
+        click.echo(f"grade: warning: {cache.problem}", err=True)
+    if outcome.interrupted:
+        click.echo(f"grade: interrupted: {len(reports)} of {outcome.total} submissions graded; their results are kept", err=True)
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK if all(r.passed for r in reports) else ExitCode.FAILED
 
 
-# ---- issue 6: minimal `--candidate DIR` (issue 4's folder discovery replaces it at merge) ----
+def _stop_commands() -> str:
+    import secrets
+
+    token = secrets.token_hex(16)
+    click.echo(f"::stop-commands::{token}")
+    return token
 
 
-def _check_candidates(candidates: tuple[Path, ...]) -> None:
-    for folder in candidates:
-        if not folder.is_dir():
-            raise UsageError(f"{folder}: --candidate needs a folder (a candidate's checkout)")
+def _github_actions(reports: list[Any], info: Any, fmt: str) -> None:
+    """Annotations on stdout (unless that is the chosen format) and the job summary."""
+    import os
+
+    from grader.report.github import GithubReporter
+    from grader.report.markdown import render
+
+    if fmt != "github":
+        # After a document on stdout (json, junit, ...) they go to stderr, which the runner reads too.
+        annotations = GithubReporter(sys.stdout if fmt == "text" else sys.stderr, info)
+        for report in reports:
+            annotations.add(report)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8", errors="replace") as handle:
+                handle.write(render(reports, info))
+        except OSError as exc:
+            click.echo(f"grade: warning: {summary}: cannot write the job summary: {exc.strerror}", err=True)
 
 
-def _grade_candidates(candidates: tuple[Path, ...], prepared: Any) -> Any:
-    from grader.api import grade_candidate_minimal
+def _progress(total: int) -> Any:
+    """The progress bar: done / total, failures so far, rate and time left (terminals only)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
+    from rich.text import Text
 
-    return (grade_candidate_minimal(folder, prepared) for folder in candidates)
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:.1f}/s" if speed else "-/s", style="dim")
 
-
-def _reporter(fmt: str, suite_name: str, max_score: float) -> Any:
-    if fmt == "json":
-        from grader.report.jsonfmt import JsonReporter
-
-        return JsonReporter(sys.stdout, suite_name, max_score)
-    from rich.console import Console
-
-    from grader.report.text import TextReporter
-
-    return TextReporter(Console(highlight=False))
+    progress = Progress(
+        TextColumn("grading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("[red]{task.fields[failed]} failed"),
+        RateColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+    )
+    progress.add_task("grading", total=total, failed=0)
+    return progress
 
 
 def _sandbox_info(fmt: str) -> None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -22,6 +20,7 @@ import numpy as np
 from grader.attention import exact_attention
 from grader.errors import ReferenceDataError
 from grader.masks import case_mask
+from grader.fsutil import write_atomically
 from grader.suite import Case, Suite, load_suite
 
 MANIFEST = "manifest.json"
@@ -101,23 +100,6 @@ def build_files(suite: Suite) -> dict[str, bytes]:
     }
     files[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
     return files
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write through a temporary file in the same folder and rename: never a half-written file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def regenerate(suite: Suite, directory: Path) -> list[Path]:

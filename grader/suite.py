@@ -366,7 +366,8 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
     """Parse and validate suite YAML. Raises SuiteError naming the line and key path."""
     doc = _Doc(source)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        # libyaml's composer when pyyaml has it: same nodes and marks, ten times faster (start-up).
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

@@ -39,3 +39,11 @@ def error_names(report: Report) -> list[str]:
 
 def warning_names(report: Report) -> list[str]:
     return sorted(d.name for d in report.diagnoses if d.severity == "warning")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_result_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests never read or fill the user's result cache (grade reads GRADER_CACHE_DIR)."""
+    import os
+
+    os.environ["GRADER_CACHE_DIR"] = str(tmp_path_factory.mktemp("grader-cache"))

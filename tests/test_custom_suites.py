@@ -188,6 +188,6 @@ def test_candidate_option(tmp_path: Path) -> None:
     code, out, _ = invoke("--candidate", str(CORPUS / "forms" / "repo_conventional"))
     assert code == 0 and "PASSED" in out
     code, _, err = invoke("--candidate", str(tmp_path / "nope"))
-    assert code == 2 and "--candidate needs a folder" in err
+    assert code == 2 and "nope: no such file or folder" in err
     code, out, _ = invoke("--candidate", str(tmp_path))
-    assert code == 1 and "no attention.py" in out
+    assert code == 1 and "no file defines attention()" in out

@@ -17,7 +17,9 @@ import pytest
 import yaml
 
 from conftest import CORPUS, error_names
-from grader.api import Prepared, grade_candidate_minimal, grade_file, prepare
+from grader.api import Prepared, grade_file, prepare
+from grader.batch import grade_one
+from grader.discover import Rule, find_in_checkout
 from grader.report.model import Report
 from grader.suite import load_suite
 
@@ -61,8 +63,14 @@ def test_form_is_graded_as_expected(folder: str, path: str, want: dict, prepared
     _needs(want.get("requires"))
     prepared = prepared_for(want["suite"])
     target = CORPUS / folder / path
-    report: Report = grade_candidate_minimal(target, prepared) if want.get("candidate") else grade_file(target, prepared)
+    if want.get("candidate"):  # as `grade --candidate DIR` finds the file in a checkout
+        rule = Rule(function=prepared.function, entry=prepared.suite.entry)
+        report: Report = grade_one(find_in_checkout(target, rule), prepared, None)[0]
+    else:
+        report = grade_file(target, prepared)
     messages = [d.message for d in report.diagnoses]
+    if "error" in want:  # nothing could be graded: the report says why
+        assert want["error"] in (report.error or ""), report.error
     assert report.passed is want["passed"], messages
     assert error_names(report) == sorted(want["diagnoses"]), messages
     if "message" in want:

@@ -323,7 +323,7 @@ def batches() -> Iterator[dict[str, Batch | str]]:
             arenas.append(arena)
             secret = "ci-secret-" + secrets.token_hex(8)
             info = subprocess.run(_command(mode, ["--sandbox-info", "--format", "json"], [arena.base]), capture_output=True, timeout=60, cwd=ROOT, env=_env(secret))
-            args = ["--format", "json", "--timeout", str(TIMEOUT_S), "--memory", str(MEMORY_MB), *(str(arena.subs / n) for n in ORDER)]
+            args = ["--no-cache", "--format", "json", "--timeout", str(TIMEOUT_S), "--memory", str(MEMORY_MB), *(str(arena.subs / n) for n in ORDER)]
             proc = subprocess.Popen(_command(mode, args, [arena.base]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=_env(secret))
             batch = Batch(mode, arena, secret, proc, time.monotonic())
             batch.info = json.loads(info.stdout) if info.returncode == 0 else {"error": info.stderr.decode(errors="replace")}

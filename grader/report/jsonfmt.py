@@ -23,10 +23,12 @@ from typing import IO, Any
 import numpy as np
 
 from grader import __version__
-from grader.checks.base import CheckResult
-from grader.diagnosis.model import Diagnosis
+from grader.checks.base import CaseResult, CheckResult
+from grader.compare import Mismatch
+from grader.diagnosis.model import Diagnosis, Location
+from grader.observation import CapturedOutput
 from grader.report.model import Report
-from grader.sandbox.isolation import GUARANTEES, missing_guarantees
+from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
 
 
 def _plain(value: Any) -> Any:
@@ -122,6 +124,8 @@ def document(reports: list[Report], suite_name: str, max_score: float) -> dict[s
 class JsonReporter:
     """Collects every report and writes one document at the end."""
 
+    streaming = False
+
     def __init__(self, stream: IO[str], suite_name: str, max_score: float) -> None:
         self.stream = stream
         self.suite_name = suite_name
@@ -134,3 +138,130 @@ class JsonReporter:
     def finish(self) -> None:
         json.dump(document(self.reports, self.suite_name, self.max_score), self.stream, indent=2, allow_nan=False)
         self.stream.write("\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a report back (the result cache stores report_dict output). The data is validated as
+# it is read: a cache entry is a file on disk, and a damaged or edited one must be refused, not
+# trusted. Any problem raises ValueError.
+
+
+def _get(data: Any, key: str, kind: type | tuple[type, ...]) -> Any:
+    if not isinstance(data, dict) or key not in data:
+        raise ValueError(f"missing field {key!r}")
+    value = data[key]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise ValueError(f"field {key!r} has the wrong type")
+    if not isinstance(value, kind):
+        raise ValueError(f"field {key!r} has the wrong type")
+    return value
+
+
+def _number(value: Any) -> float:
+    """A float written by _plain: a number, or the text of NaN or an infinity."""
+    if isinstance(value, str) and value in ("nan", "inf", "-inf"):
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("not a number")
+    return float(value)
+
+
+def _mismatch_from_dict(data: Any) -> Mismatch | None:
+    if data is None:
+        return None
+    index = _get(data, "worst_index", list)
+    if not all(type(i) is int for i in index):
+        raise ValueError("bad worst_index")
+    return Mismatch(
+        mismatched=_get(data, "mismatched", int),
+        total=_get(data, "total", int),
+        max_abs=_number(data.get("max_abs_diff")),
+        max_rel=_number(data.get("max_rel_diff")),
+        worst_index=tuple(index),
+        actual=_number(data.get("actual")),
+        expected=_number(data.get("expected")),
+        nonfinite=_get(data, "nonfinite", int),
+    )
+
+
+def _check_from_dict(data: Any) -> CheckResult:
+    outcome = _get(data, "outcome", str)
+    if outcome not in ("passed", "failed", "skipped", "error"):
+        raise ValueError(f"bad outcome {outcome[:20]!r}")
+    cases = tuple(
+        CaseResult(
+            case=_get(c, "case", str),
+            probe=_get(c, "probe", str),
+            what=_get(c, "what", str),
+            passed=_get(c, "passed", bool),
+            summary=_get(c, "summary", str),
+            mismatch=_mismatch_from_dict(c.get("mismatch")),
+        )
+        for c in _get(data, "cases", list)
+    )
+    return CheckResult(
+        id=_get(data, "id", str),
+        kind=_get(data, "kind", str),
+        title=_get(data, "title", str),
+        outcome=outcome,
+        points=_get(data, "points", float),
+        max_points=_get(data, "max_points", float),
+        summary=_get(data, "summary", str),
+        cases=cases,
+        figures=_get(data, "figures", dict),
+    )
+
+
+def _diagnosis_from_dict(data: Any) -> Diagnosis:
+    severity = _get(data, "severity", str)
+    if severity not in ("error", "warning"):
+        raise ValueError(f"bad severity {severity[:20]!r}")
+    location = None
+    if _get(data, "location", (dict, type(None))) is not None:
+        where = data["location"]
+        cell = _get(where, "cell", (int, type(None)))
+        location = Location(file=_get(where, "file", str), line=_get(where, "line", int), code=_get(where, "code", str), cell=cell)
+    checks = _get(data, "checks", list)
+    if not all(isinstance(c, str) for c in checks):
+        raise ValueError("bad checks")
+    return Diagnosis(
+        code=_get(data, "code", str),
+        name=_get(data, "name", str),
+        severity=severity,
+        message=_get(data, "message", str),
+        fix=_get(data, "fix", str),
+        evidence=_get(data, "evidence", dict),
+        checks=tuple(checks),
+        location=location,
+    )
+
+
+def report_from_dict(data: Any, suite_name: str) -> Report:
+    """The Report that ``report_dict`` wrote (array values of the comparisons are not kept).
+    Raises ValueError when ``data`` is not such a dict."""
+    output = _get(data, "output", dict)
+    total, truncated = _get(output, "total_bytes", int), _get(output, "truncated_bytes", int)
+    sandbox = tuple(Layer(_get(s, "name", str), _get(s, "active", bool), _get(s, "detail", str)) for s in _get(data, "sandbox", list))
+    if total < 0 or not 0 <= truncated <= total:
+        raise ValueError("bad output fields")
+    extra = data.get("extra", {})
+    if not isinstance(extra, dict):
+        raise ValueError("bad extra")
+    return Report(
+        path=_get(data, "path", str),
+        function=_get(data, "function", str),
+        suite=suite_name,
+        passed=_get(data, "passed", bool),
+        score=_get(data, "score", float),
+        max_score=_get(data, "max_score", float),
+        checks=tuple(_check_from_dict(c) for c in _get(data, "checks", list)),
+        diagnoses=tuple(_diagnosis_from_dict(d) for d in _get(data, "diagnoses", list)),
+        output=CapturedOutput(_get(output, "text", str), total, total - truncated),
+        duration_s=_get(data, "duration_s", float),
+        worker_status=_get(data, "worker_status", str),
+        sandbox=sandbox,
+        error=_get(data, "error", (str, type(None))),
+        extra=dict(extra),
+    )

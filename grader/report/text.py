@@ -7,6 +7,9 @@ what the submission printed. Every piece of text that came from the submission g
 
 from __future__ import annotations
 
+import sys
+from typing import IO
+
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
@@ -15,8 +18,10 @@ from rich.text import Text
 
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.registry import BY_NAME
+from grader.report.base import RunInfo
 from grader.report.heatmap import weights_heatmap
 from grader.report.model import Report
+from grader.report.summary import RunSummary
 from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
 
 MARKS = {"passed": ("PASS", "green"), "failed": ("FAIL", "red"), "skipped": ("SKIP", "yellow"), "error": ("ERR ", "magenta")}
@@ -110,17 +115,63 @@ def render(report: Report) -> Group:
     return Group(*parts)
 
 
+def one_line(report: Report) -> Text:
+    """The --quiet form: verdict, path, points, the names of the errors found."""
+    verdict = Text("PASSED", style="bold green") if report.passed else Text("FAILED", style="bold red")
+    names = ", ".join(d.name for d in report.errors) or (report.error or "")
+    return Text.assemble(verdict, "  ", (report.path, "bold"), f"  {report.score:g}/{report.max_score:g}", ("  " + names if names else "", "red"))
+
+
+def summary_table(summary: RunSummary) -> Group:
+    """The end of a batch: verdict counts, the most frequent diagnoses, the slowest submissions."""
+    counts = Text.assemble(
+        (f"{summary.passed} passed", "bold green"), ", ",
+        (f"{summary.failed} failed", "bold red" if summary.failed else ""), ", ",
+        (f"{summary.errors} not graded", "bold magenta" if summary.errors else ""),
+        f" of {summary.total} submissions",
+        (f" ({summary.cached} from the cache)" if summary.cached else "", "dim"),
+    )
+    parts: list[RenderableType] = [counts]
+    if summary.diagnoses:
+        table = Table(title="most frequent diagnoses", title_justify="left", box=None, padding=(0, 2, 0, 0))
+        table.add_column("code")
+        table.add_column("name")
+        table.add_column("submissions", justify="right")
+        for code, name, count in summary.diagnoses:
+            table.add_row(Text(code), Text(name), str(count))  # Text: never read as markup
+        parts.append(table)
+    if summary.slowest:
+        table = Table(title="slowest submissions", title_justify="left", box=None, padding=(0, 2, 0, 0))
+        table.add_column("submission")
+        table.add_column("seconds", justify="right")
+        for path, seconds in summary.slowest:
+            table.add_row(Text(path), f"{seconds:.2f}")
+        parts.append(table)
+    return Group(*parts)
+
+
 class TextReporter:
-    def __init__(self, console: Console) -> None:
+    streaming = True
+
+    def __init__(self, console: Console, quiet: bool = False) -> None:
         self.console = console
+        self.quiet = quiet
         self.reports: list[Report] = []
 
     def add(self, report: Report) -> None:
         self.reports.append(report)
+        if self.quiet:
+            self.console.print(one_line(report), soft_wrap=True)  # one line, however long the path
+            return
         self.console.print(render(report))
         self.console.print()
 
     def finish(self) -> None:
         if len(self.reports) > 1:
-            passed = sum(r.passed for r in self.reports)
-            self.console.print(Text(f"{passed} of {len(self.reports)} submissions passed", style="bold"))
+            self.console.print(summary_table(RunSummary.of(self.reports)))
+
+
+def text_reporter(stream: IO[str], info: RunInfo) -> TextReporter:
+    if stream is sys.stdout:
+        return TextReporter(Console(highlight=False), quiet=info.quiet)  # colours on a terminal only
+    return TextReporter(Console(file=stream, highlight=False, color_system=None, width=100), quiet=info.quiet)

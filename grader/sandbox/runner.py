@@ -35,34 +35,13 @@ from grader.observation import (
     parse_sandbox,
 )
 from grader.probes import Probe
+from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
+from grader.sandbox.forkserver import ForkedWorker, ForkServer
 from grader.sandbox.isolation import Layer, missing_guarantees, why_missing
 from grader.sandbox.policy import SandboxSettings, request_meta
 from grader.sandbox.protocol import ProtocolError, decode, encode
 
-# Only what Python and numpy need. Nothing of the caller's environment (tokens, keys, CI secrets)
-# is passed on.
-BASE_ENV = {
-    "PATH": "/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "LC_ALL": "C.UTF-8",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONHASHSEED": "0",
-    "PYTHONIOENCODING": "utf-8",
-    # One thread each: the worker must stay single-threaded for the isolation layers (Landlock and
-    # user namespaces apply to a single-threaded process), and parallel workers share the cores.
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    # glibc gives every thread that allocates its own malloc arena, reserving 64 MiB of address
-    # space each: a framework with a thread pool (JAX starts about 17 threads) would exhaust the
-    # address-space limit on reservations alone.
-    "MALLOC_ARENA_MAX": "2",
-}
-
-
-# The worker imports the very same `grader` package as this process (an installed copy and a source
-# tree may both exist), with -I so that no environment variable or user site can change that.
-PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+# BASE_ENV and PACKAGE_ROOT live in env.py, which the fork server shares without importing numpy.
 WORKER_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.worker import entry; entry(sys.argv[1:])"
 
 
@@ -165,6 +144,22 @@ def _writer(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
+EXIT_GRACE_S = 2.0  # after its pipes closed, a worker has nothing left to do but exit
+
+
+def _exits_by(pid: int, deadline: float) -> bool:
+    """Whether our child ``pid`` has exited (not yet reaped) by ``deadline``."""
+    while True:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+
+
 def _stop(pid: int) -> None:
     """End a worker: SIGTERM first, to the process we started only, which then kills the isolated
     worker it supervises and, without a PID namespace, sweeps what that left (a setsid escaper
@@ -172,11 +167,24 @@ def _stop(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        while time.monotonic() < deadline and _running(pid):
             time.sleep(0.005)
-    except (ProcessLookupError, ChildProcessError):
+    except ProcessLookupError:
         pass
     _kill_group(pid)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs: our child not yet exited, or (a worker the fork server forked,
+    which is not ours to wait for) a process that is neither gone nor a zombie."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                return handle.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+        except (OSError, IndexError):
+            return False
 
 
 def run_submission(
@@ -186,11 +194,13 @@ def run_submission(
     limits: WorkerLimits,
     sandbox: SandboxSettings | None = None,
     how: dict[str, Any] | None = None,
+    *,
+    forkserver: ForkServer | None = None,
 ) -> WorkerRun:
-    """Run one submission on ``probes`` in a fresh worker process. Raises SandboxError only when
-    the worker cannot be started at all, and SandboxUnavailable in strict mode when the worker
-    lacked a guarantee (it then never loaded the submission); everything the submission does is
-    in the WorkerRun."""
+    """Run one submission on ``probes`` in a fresh worker process (forked by ``forkserver`` when
+    given and working). Raises SandboxError only when the worker cannot be started at all, and
+    SandboxUnavailable in strict mode when the worker lacked a guarantee (it then never loaded
+    the submission); everything the submission does is in the WorkerRun."""
     sandbox = sandbox or SandboxSettings()
     workdir = tempfile.mkdtemp(prefix="grader-work-")
     resolved = submission.resolve()
@@ -199,19 +209,21 @@ def run_submission(
     request = build_request(resolved, function, probes, limits, request_meta(resolved, workdir, sandbox, folders), how)
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
-    started = time.monotonic()
+    env = {**BASE_ENV, "HOME": workdir, "TMPDIR": workdir}
     try:
-        proc = subprocess.Popen(
+        proc: subprocess.Popen[bytes] | ForkedWorker | None = forkserver.spawn(req_r, res_w, workdir, env) if forkserver is not None else None
+        started = time.monotonic()  # after the fork server's own start-up, which is not the submission's time
+        proc = proc or subprocess.Popen(
             [sys.executable, "-I", "-c", WORKER_BOOT, PACKAGE_ROOT, str(req_r), str(res_w)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=workdir,
-            env={**BASE_ENV, "HOME": workdir, "TMPDIR": workdir},
+            env=env,
             pass_fds=(req_r, res_w),
             start_new_session=True,  # its own process group: one killpg ends it and its children
         )
-    except OSError as exc:
+    except (OSError, SandboxError) as exc:
         for fd in (req_r, req_w, res_r, res_w):
             os.close(fd)
         shutil.rmtree(workdir, ignore_errors=True)
@@ -234,7 +246,7 @@ def run_submission(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, started: float) -> WorkerRun:
+def _collect(proc: subprocess.Popen[bytes] | ForkedWorker, res_fd: int, limits: WorkerLimits, started: float) -> WorkerRun:
     assert proc.stdout is not None
     deadline = started + limits.timeout_s + limits.startup_s
     ready = False
@@ -300,6 +312,10 @@ def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, s
                 break
     finally:
         selector.close()
+    if status is None and isinstance(proc, subprocess.Popen) and not _exits_by(proc.pid, deadline + EXIT_GRACE_S):
+        # Its pipes are closed but it lives on (a submission that closed every descriptor and
+        # sleeps): never wait for it past the deadline.
+        status, detail = "timeout", f"no result within {limits.timeout_s:g} s (the worker closed its pipes and kept running)"
     if status is not None:
         _stop(proc.pid)
     exit_code, signum, max_rss, cpu_s = _reap(proc)
@@ -331,9 +347,11 @@ def _collect(proc: subprocess.Popen[bytes], res_fd: int, limits: WorkerLimits, s
     )
 
 
-def _reap(proc: subprocess.Popen[bytes]) -> tuple[int | None, int | None, int, float]:
+def _reap(proc: subprocess.Popen[bytes] | ForkedWorker) -> tuple[int | None, int | None, int, float]:
     """Wait for the worker (it was killed if need be) and read its exit status, peak memory and
     CPU time (both include the isolated worker it waited for)."""
+    if isinstance(proc, ForkedWorker):
+        return proc.reap()  # the fork server is its parent and reports how it ended
     try:
         _, status, usage = os.wait4(proc.pid, 0)
     except ChildProcessError:

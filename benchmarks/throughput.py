@@ -1,0 +1,178 @@
+"""Throughput of `grade`, measured against the baselines of issue 4, in one run.
+
+    python benchmarks/throughput.py            # the full run (about two minutes on 2 cores)
+    python benchmarks/throughput.py --quick    # fewer pytest runs and repetitions
+
+1. Batch: a corpus of 200 submissions (half correct, half with assorted bugs, built from
+   tests/corpus/ in a temporary folder) graded by ``grade --no-cache`` in one process, against a
+   loop running one ``pytest`` process per submission over the same files (each with a tiny test
+   that imports the submission and compares it with a reference). Target: 20x faster.
+2. Cold start: ``grade --no-cache sub.py`` on one submission against ``python -c "import numpy"``,
+   both repeated, medians compared. Target: within 2.5x.
+
+The slow examples of the corpus (a submission that never returns, a memory bomb) are left out:
+they cost their time limit on either side and measure nothing but the limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+SLOW = {"timeout.py", "memory-limit.py"}
+TEST_FILE = '''\
+import importlib.util
+import pathlib
+
+import numpy as np
+
+
+def load():
+    path = pathlib.Path(__file__).with_name("submission.py")
+    spec = importlib.util.spec_from_file_location("submission", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.attention
+
+
+def reference(Q, K, V):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ V
+
+
+def test_attention():
+    attention = load()
+    rng = np.random.default_rng(0)
+    for shape_q, shape_k, d_v in [((3, 4), (5, 4), 7), ((2, 3, 4), (2, 5, 4), 6), ((4, 4, 4), (4, 4, 4), 4), ((2, 2, 3, 8), (2, 2, 5, 8), 8)]:
+        Q, K = rng.standard_normal(shape_q), rng.standard_normal(shape_k)
+        V = rng.standard_normal(shape_k[:-1] + (d_v,))
+        np.testing.assert_allclose(attention(Q, K, V), reference(Q, K, V), rtol=1e-4, atol=1e-6)
+'''
+
+
+def build_corpus(folder: Path, count: int) -> list[Path]:
+    correct = sorted(p for p in (CORPUS / "correct").glob("*.py"))
+    buggy = sorted(p for p in (CORPUS / "buggy").glob("*.py") if p.name not in SLOW)
+    files = []
+    for i in range(count):
+        source = (correct if i % 2 == 0 else buggy)[(i // 2) % len(correct if i % 2 == 0 else buggy)]
+        target = folder / f"sub_{i:03d}_{source.stem}.py"
+        # A distinct first line: every file is its own submission, as in a real batch.
+        target.write_text(f"# submission {i}\n" + source.read_text())
+        files.append(target)
+    return files
+
+
+def run(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, timeout=600)
+    return time.perf_counter() - started
+
+
+def pytest_loop(files: list[Path], work: Path, env: dict[str, str]) -> list[float]:
+    # Plain pytest: installed plugins (hypothesis's costs about a second here) are not loaded, so
+    # the baseline is as fast as pytest gets.
+    env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    times = []
+    for i, file in enumerate(files):
+        folder = work / f"pytest_{i:03d}"
+        folder.mkdir()
+        shutil.copy(file, folder / "submission.py")
+        (folder / "test_submission.py").write_text(TEST_FILE)
+        times.append(run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder / "test_submission.py")], env, cwd=folder))
+    return times
+
+
+def import_profile(file: Path, env: dict[str, str]) -> list[tuple[str, float]]:
+    """Where a cold `grade` spends its import time: ``-X importtime`` summed by top package (the
+    grader's own modules one by one), largest first, in milliseconds."""
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "grader", "--no-cache", str(file)], env=env, capture_output=True, text=True, timeout=120)
+    totals: dict[str, float] = {}
+    for line in result.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        own, _cumulative, name = line.split("|")
+        try:
+            micros = float(own.split(":")[-1])
+        except ValueError:
+            continue  # the header line
+        name = name.strip()
+        key = name if name.startswith("grader") else name.split(".")[0]
+        totals[key] = totals.get(key, 0.0) + micros / 1000
+    return sorted(totals.items(), key=lambda item: -item[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=200, help="submissions in the batch (default 200)")
+    parser.add_argument("--pytest-runs", type=int, default=None, help="pytest runs to time (default: all; the per-submission median is used)")
+    parser.add_argument("--repeat", type=int, default=9, help="repetitions of the cold-start measurements (default 9)")
+    parser.add_argument("--quick", action="store_true", help="40 pytest runs and 5 repetitions")
+    parser.add_argument("--profile", action="store_true", help="also show where a cold start spends its import time")
+    args = parser.parse_args()
+    if args.quick:
+        args.pytest_runs = args.pytest_runs or 40
+        args.repeat = 5
+    # As installed: bytecode is cached (pip compiles it at install), so PYTHONDONTWRITEBYTECODE
+    # would only measure compiling the grader's sources on every start.
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "PYTHONDONTWRITEBYTECODE")}
+    env["PYTHONPATH"] = str(ROOT)
+    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    with tempfile.TemporaryDirectory(prefix="grader-bench-") as tmp:
+        work = Path(tmp)
+        corpus = work / "corpus"
+        corpus.mkdir()
+        files = build_corpus(corpus, args.count)
+        grade = [sys.executable, "-m", "grader", "--no-cache", "--quiet"]
+
+        # Batch: the grader over the whole folder, once to warm the disk cache, then timed.
+        run([*grade, str(corpus)], env)
+        out = work / "batch.json"
+        batch_s = run([*grade, "--format", "json", "--output", f"json={out}", str(corpus)], env)
+        summary = json.loads(out.read_text())["summary"]
+        sampled = files if args.pytest_runs is None else files[:: max(1, len(files) // args.pytest_runs)][: args.pytest_runs]
+        pytest_times = pytest_loop(sampled, work, env)
+        pytest_total = statistics.mean(pytest_times) * len(files)
+
+        # Cold start: one submission, a new process each time, interleaved with the numpy baseline.
+        one = files[0]
+        numpy_times, grade_times = [], []
+        for _ in range(args.repeat):
+            numpy_times.append(run([sys.executable, "-c", "import numpy"], env))
+            grade_times.append(run([*grade, str(one)], env))
+        profile = import_profile(one, env) if args.profile else []
+
+    n = len(files)
+    numpy_med, grade_med = statistics.median(numpy_times), statistics.median(grade_times)
+    batch_ratio = pytest_total / batch_s
+    cold_ratio = grade_med / numpy_med
+    print(f"machine: {jobs} CPUs, Python {sys.version.split()[0]}")
+    print(f"batch of {n} submissions ({summary['passed']} passed, {summary['failed']} failed), --jobs {jobs}:")
+    print(f"  grade:           {batch_s:7.2f} s  {n / batch_s:7.1f} submissions/s  {1000 * batch_s / n:7.1f} ms/submission")
+    print(f"  pytest per file: {pytest_total:7.2f} s  {n / pytest_total:7.1f} submissions/s  {1000 * pytest_total / n:7.1f} ms/submission"
+          + (f"  (mean of {len(pytest_times)} runs, times {n})" if len(pytest_times) != n else ""))
+    print(f"  ratio:           {batch_ratio:7.1f}x faster  (target >= 20x: {'met' if batch_ratio >= 20 else 'MISSED'})")
+    print(f"cold start, median of {args.repeat}:")
+    print(f"  python -c 'import numpy': {1000 * numpy_med:6.0f} ms")
+    print(f"  grade one submission:     {1000 * grade_med:6.0f} ms")
+    print(f"  ratio:                    {cold_ratio:6.2f}x  (target <= 2.5x: {'met' if cold_ratio <= 2.5 else 'MISSED'})")
+    if profile:
+        print("cold start imports (python -X importtime, own time summed by package, ms):")
+        for name, ms in profile[:15]:
+            print(f"  {ms:6.1f}  {name}")
+        print(f"  {sum(ms for _, ms in profile):6.1f}  all imports")
+
+
+if __name__ == "__main__":
+    main()

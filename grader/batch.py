@@ -1,0 +1,150 @@
+"""Grading many submissions: in parallel, each result kept as soon as it is known.
+
+Every submission runs in its own worker process (forked by the fork server when there is one),
+so one that hangs, crashes or eats memory costs only its own result: the worker's deadline and
+limits end it and the others go on. The grader's side of each submission (feeding the worker,
+checking, diagnosing) runs in a thread of this process; the threads mostly wait on their
+worker's pipes.
+
+Results reach the caller's ``on_result`` from the calling thread, in the order they finish, and go
+into the cache at once. Ctrl-C (KeyboardInterrupt) stops cleanly: no new submission starts, the
+running workers are killed (by closing the fork server), their half-done results are dropped, and
+what was finished is returned with ``interrupted`` set.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from grader.api import Prepared, error_report, grade_file
+from grader.cache import ResultCache
+from grader.discover import Submission, TooLarge
+from grader.errors import GraderError
+from grader.report.model import Report
+from grader.sandbox.forkserver import ForkServer
+
+OnResult = Callable[[int, Report], None]
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    reports: dict[int, Report]  # by the submission's index in the discovered list
+    interrupted: bool
+    total: int
+
+    def ordered(self) -> list[Report]:
+        return [self.reports[i] for i in sorted(self.reports)]
+
+
+def _labelled(report: Report, submission: Submission, cached: bool = False) -> Report:
+    """The report under the submission's current name (a cached one may come from another path)."""
+    path = str(submission.file) if submission.file is not None else submission.label
+    extra = {k: v for k, v in report.extra.items() if k not in ("candidate", "cached")}
+    if submission.folder is not None:
+        extra["candidate"] = submission.label
+    if cached:
+        extra["cached"] = True
+    return replace(report, path=path, extra=extra)
+
+
+def grade_one(submission: Submission, prepared: Prepared, forkserver: ForkServer | None) -> tuple[Report, bool]:
+    """The report, and whether it may be cached: not a failure of the grader itself, and not a
+    timeout, which depends on how loaded the machine was."""
+    if submission.file is None:
+        return error_report(Path(submission.label), prepared, submission.error or "nothing to grade"), False
+    try:
+        report = grade_file(submission.file, prepared, root=submission.folder, forkserver=forkserver)
+        return report, report.worker_status != "timeout"
+    except GraderError as exc:
+        return error_report(submission.file, prepared, str(exc)), False
+    except Exception as exc:  # a bug of ours on this one submission: report it, grade the rest
+        return error_report(submission.file, prepared, f"internal error of the grader: {type(exc).__name__}: {exc}"), False
+
+
+def run_batch(
+    submissions: list[Submission],
+    prepared: Prepared,
+    on_result: OnResult,
+    *,
+    jobs: int = 1,
+    cache: ResultCache | None = None,
+    forkserver: ForkServer | None = None,
+) -> BatchOutcome:
+    reports: dict[int, Report] = {}
+    stopping = threading.Event()
+
+    def record(index: int, report: Report, cached: bool = False) -> None:
+        report = _labelled(report, submissions[index], cached)
+        reports[index] = report
+        on_result(index, report)
+
+    todo: list[tuple[int, str | None]] = []
+    try:
+        for index, submission in enumerate(submissions):
+            if submission.file is None:
+                record(index, grade_one(submission, prepared, None)[0])
+                continue
+            key = None
+            if cache is not None:
+                try:
+                    key = cache.key(submission.content_hash())
+                except (OSError, TooLarge):  # unreadable now, or huge: graded, not cached
+                    key = None
+                hit = cache.get(key, prepared.suite.name) if key else None
+                if hit is not None:
+                    record(index, hit, cached=True)
+                    continue
+            todo.append((index, key))
+    except KeyboardInterrupt:
+        return BatchOutcome(reports, True, len(submissions))
+
+    def finished(index: int, key: str | None, report: Report, cacheable: bool) -> None:
+        if cache is not None and key is not None and cacheable:
+            cache.put(key, report)
+        record(index, report)
+
+    if jobs <= 1 or len(todo) <= 1:
+        # In this thread: no pool to start for one submission (the cold single-file case), and
+        # Ctrl-C reaches run_submission, whose cleanup kills the worker.
+        try:
+            for index, key in todo:
+                finished(index, key, *grade_one(submissions[index], prepared, forkserver))
+        except KeyboardInterrupt:
+            return BatchOutcome(reports, True, len(submissions))
+        return BatchOutcome(reports, False, len(submissions))
+    import concurrent.futures as futures  # here: a single submission does without
+
+    def work(index: int) -> tuple[Report, bool]:
+        if stopping.is_set():
+            raise futures.CancelledError
+        return grade_one(submissions[index], prepared, forkserver)
+
+    pool = futures.ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="grade")
+    pending = {pool.submit(work, index): (index, key) for index, key in todo}
+    try:
+        # as_completed waits on every future once (a wait() per result would be quadratic), and
+        # Ctrl-C interrupts its wait.
+        for future in futures.as_completed(list(pending)):
+            index, key = pending.pop(future)
+            finished(index, key, *future.result())
+    except KeyboardInterrupt:
+        stopping.set()
+        for future in pending:
+            future.cancel()
+        if forkserver is not None:
+            forkserver.close()  # kills every running worker's process group
+        pool.shutdown(wait=True, cancel_futures=True)  # results that arrive now are dropped
+        return BatchOutcome(reports, True, len(submissions))
+    pool.shutdown(wait=True)
+    return BatchOutcome(reports, False, len(submissions))

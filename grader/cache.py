@@ -1,0 +1,97 @@
+"""The result cache: a second run over the same folder reuses the results it already has.
+
+An entry is the JSON report of one submission (``report_dict``), stored under a key that covers
+everything the verdict depends on:
+
+* the submission's content (the graded file, and for a checkout every Python file in it, with
+  their relative paths: see ``Submission.content_hash``);
+* the suite (``Suite.fingerprint()``: cases, checks, tolerances, severities), the function name
+  and the limits;
+* the grader itself: its version and a digest of its own source files, so that a changed grader
+  never serves verdicts of the old one.
+
+Entries live in ``$XDG_CACHE_HOME/attention-grader`` (``~/.cache/attention-grader`` by default),
+or in ``--cache-dir`` / ``$GRADER_CACHE_DIR``; never inside the folder being graded, where a
+candidate could plant one. Entries are written atomically; an entry that does not parse, names
+another key or does not validate as a report is ignored (and replaced), never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from grader import __version__
+from grader.api import Prepared
+from grader.fsutil import write_atomically
+from grader.report.jsonfmt import report_dict, report_from_dict
+from grader.report.model import Report
+
+FORMAT = 1
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "attention-grader"
+
+
+def grader_digest() -> str:
+    """The version and a digest of every source file of the running grader."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256(__version__.encode())
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class ResultCache:
+    """Reads and writes entries; a problem with the cache folder only turns the cache off."""
+
+    def __init__(self, directory: Path, context: dict[str, Any]) -> None:
+        self.directory = directory
+        self.context = hashlib.sha256(json.dumps({**context, "grader": grader_digest()}, sort_keys=True).encode()).hexdigest()
+        self.problem: str | None = None  # set when the cache could not be written
+        self.hits = 0
+
+    @classmethod
+    def for_run(cls, prepared: Prepared, directory: Path | None = None) -> ResultCache:
+        """The cache for grading with ``prepared`` (its suite, function and limits key entries)."""
+        limits = prepared.limits
+        context = {
+            "suite": prepared.suite.fingerprint(),
+            "function": prepared.function,
+            "limits": [limits.timeout_s, limits.memory_mb, limits.output_bytes, limits.result_bytes, limits.file_bytes],
+        }
+        return cls(directory or default_cache_dir(), context)
+
+    def key(self, content_hash: str) -> str:
+        return hashlib.sha256(f"{self.context}:{content_hash}".encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str, suite_name: str) -> Report | None:
+        try:
+            entry = json.loads(self._path(key).read_bytes())
+            if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key:
+                return None
+            report = report_from_dict(entry.get("report"), suite_name)
+        except (OSError, ValueError, RecursionError):
+            return None
+        self.hits += 1
+        return report
+
+    def put(self, key: str, report: Report) -> None:
+        if self.problem is not None:
+            return
+        data = {"format": FORMAT, "key": key, "report": report_dict(report)}
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, json.dumps(data, allow_nan=False).encode(), durable=False)
+        except (OSError, ValueError) as exc:
+            self.problem = f"{self.directory}: results are not cached: {getattr(exc, 'strerror', None) or exc}"

@@ -1,0 +1,286 @@
+"""Finding the submissions in the paths the user gave.
+
+* A ``.py`` file is one submission.
+* A folder given to ``grade DIR`` holds many: each ``.py`` file directly inside it is one
+  submission, and each subfolder is one candidate's checkout.
+* A candidate's checkout (a subfolder, or the folder given to ``grade --candidate DIR``) is one
+  submission whose file is found by :class:`Rule`.
+
+The rule for a checkout, in order (documented in the README):
+
+0. when the suite names an ``entry`` (``src/model/attention.py:attention``), that file;
+1. with ``--submission-file PATTERN``: the one file whose path inside the checkout matches the
+   glob ``PATTERN`` (``src/attn.py``, ``*/attention.py``);
+2. otherwise the one file that *defines* the graded function at module level (``def attention``,
+   ``attention = ...``, ``class attention``; an import of it does not count), found by parsing
+   every Python file with ``ast``: nothing is imported or run. Test files (``test_*.py``,
+   ``*_test.py``, ``conftest.py``) are not candidates;
+3. when several files define it, the one with the most conventional name wins
+   (``attention.py``, then ``solution.py``, then ``submission.py``); when that does not decide,
+   the candidate gets an error report naming the files;
+4. when none defines it, a lone file with a conventional name is graded anyway (so a file with a
+   syntax error is reported as ``load-error``, not lost), a notebook ``attention.ipynb`` or
+   ``solution.ipynb`` included; otherwise an error report.
+
+A notebook (``.ipynb``) given as a path, or directly inside a folder given to ``grade DIR``, is
+one submission like a ``.py`` file.
+
+Walking a checkout skips hidden folders, ``__pycache__``, ``node_modules``, ``site-packages``,
+``venv``, ``build``, ``dist`` and any virtual environment (a folder holding ``pyvenv.cfg``); it
+never leaves the checkout through a symbolic link, never visits a folder twice (symlink loops),
+and stops after ``MAX_FILES`` Python files.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.entry import Entry, EntryError, conventional_file, resolve_entry
+from grader.errors import UsageError
+
+CONVENTIONAL = ("attention.py", "solution.py", "submission.py")
+SUFFIXES = (".py", ".ipynb")  # what a file given directly, or lying in a graded folder, may be
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "build", "dist"})
+MAX_FILES = 2000
+MAX_PARSE_BYTES = 2 * 1024 * 1024  # a bigger file is not parsed (it could only be generated)
+MAX_CHECKOUT_BYTES = 64 * 1024 * 1024  # parsed or hashed per checkout, so a huge one cannot stall a batch
+
+
+class TooLarge(Exception):
+    """A checkout with more Python source than MAX_CHECKOUT_BYTES: graded, but never cached."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    function: str = "attention"
+    pattern: str | None = None  # --submission-file
+    conventional: tuple[str, ...] = CONVENTIONAL
+    entry: Entry | None = None  # the suite's `entry:`, which decides before anything else
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One thing to grade: a file, or a candidate's checkout with the file found in it."""
+
+    label: str  # what reports call it: the file, or the checkout folder as the user gave it
+    file: Path | None  # the file to grade; None when the checkout has no usable one
+    folder: Path | None = None  # the checkout, for candidates
+    related: tuple[Path, ...] = ()  # every Python file of the checkout: they key the cache
+    error: str | None = None  # why there is nothing to grade
+
+    def content_hash(self) -> str:
+        """SHA-256 over what the verdict depends on: the graded file's bytes and, for a checkout,
+        every Python file beside it (the submission may import them), each with its relative path.
+        Raises OSError for an unreadable file and TooLarge for a checkout over the byte budget."""
+        digest = hashlib.sha256()
+        files = self.related if self.folder is not None else ((self.file,) if self.file else ())
+        if self.folder is not None and sum(p.stat().st_size for p in files) > MAX_CHECKOUT_BYTES:
+            raise TooLarge(self.label)
+        for path in files:
+            name = os.path.relpath(path, self.folder) if self.folder is not None else path.name
+            digest.update(name.encode("utf-8", "surrogateescape") + b"\0")
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+        if self.file is not None and self.folder is not None:
+            digest.update(b"graded:" + os.path.relpath(self.file, self.folder).encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()
+
+
+def _skipped_dir(path: Path) -> bool:
+    name = path.name
+    return name.startswith(".") or name in SKIP_DIRS or name.endswith(".egg-info") or (path / "pyvenv.cfg").exists()
+
+
+def _is_test_file(name: str) -> bool:
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+        return True
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop on old Pythons
+        return False
+
+
+def python_files(root: Path) -> list[Path]:
+    """Every Python file of a checkout, by the walking rules above, in a stable order."""
+    real_root = root.resolve()
+    found: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack and len(found) < MAX_FILES:
+        folder = stack.pop()
+        try:
+            info = folder.stat()
+            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) in seen:
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_symlink() and not _inside(path, real_root):
+                continue  # never leave the checkout
+            try:
+                if entry.is_dir():
+                    if not _skipped_dir(path):
+                        stack.append(path)
+                elif entry.is_file() and entry.name.endswith(".py"):
+                    found.append(path)
+            except OSError:
+                continue
+    return sorted(found)
+
+
+def _defines(tree: ast.Module, name: str) -> bool:
+    """Whether the module's top level (including if/try/with blocks there) binds ``name`` by a
+    definition or an assignment. Imports do not count: such a file only passes the function on."""
+    body = list(tree.body)
+    while body:
+        node = body.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for leaf in ast.walk(target):
+                    if isinstance(leaf, ast.Name) and leaf.id == name:
+                        return True
+        if isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            body.extend(node.body)
+            body.extend(getattr(node, "orelse", []))
+            body.extend(getattr(node, "finalbody", []))
+            for handler in getattr(node, "handlers", []):
+                body.extend(handler.body)
+        if hasattr(ast, "TryStar") and isinstance(node, ast.TryStar):  # Python 3.11+
+            body.extend(node.body + node.orelse + node.finalbody)
+            for handler in node.handlers:
+                body.extend(handler.body)
+    return False
+
+
+def defines_function(path: Path, name: str) -> bool:
+    """Parse (never import) ``path`` and tell whether it defines ``name`` at module level."""
+    try:
+        if path.stat().st_size > MAX_PARSE_BYTES:
+            return False
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return _defines(tree, name)
+
+
+def _rank(path: Path, rule: Rule) -> int:
+    return rule.conventional.index(path.name) if path.name in rule.conventional else len(rule.conventional)
+
+
+def find_in_checkout(folder: Path, rule: Rule, label: str | None = None) -> Submission:
+    """The submission of one candidate's checkout, or a Submission with ``error`` set."""
+    label = label or str(folder)
+    files = python_files(folder)
+    if rule.entry is not None:
+        try:
+            return Submission(label, resolve_entry(folder, rule.entry), folder, tuple(files))
+        except EntryError as exc:
+            return Submission(label, None, folder, tuple(files), error=str(exc))
+    if rule.pattern is not None:
+        matches = [f for f in files if fnmatch.fnmatch(f.relative_to(folder).as_posix(), rule.pattern)]
+        if len(matches) == 1:
+            return Submission(label, matches[0], folder, tuple(files))
+        names = ", ".join(f.relative_to(folder).as_posix() for f in matches[:5])
+        why = f"{len(matches)} files match --submission-file {rule.pattern!r}: {names}" if matches else f"no file matches --submission-file {rule.pattern!r}"
+        return Submission(label, None, folder, tuple(files), error=why)
+    candidates = [f for f in files if not _is_test_file(f.name)]
+    definers = []
+    budget = MAX_CHECKOUT_BYTES
+    for f in candidates:
+        try:
+            budget -= f.stat().st_size
+        except OSError:
+            continue
+        if budget < 0:
+            break  # the rest is not parsed; a conventional name below may still decide
+        if defines_function(f, rule.function):
+            definers.append(f)
+    if definers:
+        best = min(_rank(f, rule) for f in definers)
+        chosen = [f for f in definers if _rank(f, rule) == best]
+        if len(chosen) == 1:
+            return Submission(label, chosen[0], folder, tuple(files))
+        names = ", ".join(f.relative_to(folder).as_posix() for f in chosen[:5])
+        why = f"{len(chosen)} files define {rule.function}(): {names}; choose one with --submission-file"
+        return Submission(label, None, folder, tuple(files), error=why)
+    named = [f for f in candidates if f.name in rule.conventional]
+    if named:
+        best = min(_rank(f, rule) for f in named)
+        chosen = [f for f in named if _rank(f, rule) == best]
+        if len(chosen) == 1:
+            return Submission(label, chosen[0], folder, tuple(files))
+    try:
+        notebook = conventional_file(folder)  # attention.ipynb / solution.ipynb at the top
+        if notebook.suffix == ".ipynb":
+            return Submission(label, notebook, folder, (*files, notebook))
+    except EntryError:
+        pass
+    why = f"no file defines {rule.function}() at module level (looked at {len(candidates)} Python files)"
+    return Submission(label, None, folder, tuple(files), error=why)
+
+
+def discover(paths: list[Path], rule: Rule, candidate: bool = False) -> list[Submission]:
+    """Everything to grade in ``paths``, in order. Raises UsageError for a path that does not
+    exist, is neither a folder nor a .py file, or (a folder) holds nothing to grade."""
+    found: list[Submission] = []
+    for path in paths:
+        try:
+            path.stat()
+        except FileNotFoundError:
+            raise UsageError(f"{path}: {'broken symbolic link' if path.is_symlink() else 'no such file or folder'}") from None
+        except OSError as exc:  # a symbolic-link loop (ELOOP), a folder it may not enter, ...
+            raise UsageError(f"{path}: {exc.strerror or exc}") from None
+        if path.is_file():
+            if path.suffix not in SUFFIXES:
+                raise UsageError(f"{path}: not a Python file (.py) or notebook (.ipynb)")
+            found.append(Submission(str(path), path))
+        elif not path.is_dir():
+            raise UsageError(f"{path}: not a file or folder")
+        elif candidate:
+            found.append(find_in_checkout(path, rule))
+        else:
+            inside = _folder_entries(path, rule)
+            if not inside:
+                raise UsageError(f"{path}: no submissions in this folder (no .py file, no candidate folder)")
+            found.extend(inside)
+    return found
+
+
+def _folder_entries(folder: Path, rule: Rule) -> list[Submission]:
+    real = folder.resolve()
+    found = []
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        raise UsageError(f"{folder}: cannot list the folder: {exc.strerror}") from None
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            is_dir, is_file = entry.is_dir(), entry.is_file()
+        except OSError:
+            continue
+        if not (is_dir or is_file) or entry.name.startswith(".") or (is_dir and _skipped_dir(path)):
+            continue
+        if is_file and not entry.name.endswith(SUFFIXES):
+            continue
+        if entry.is_symlink() and not _inside(path, real):
+            found.append(Submission(str(path), None, error="a symbolic link to outside the folder; not followed"))
+        elif is_file:
+            found.append(Submission(str(path), path))
+        else:
+            found.append(find_in_checkout(path, rule))
+    return found

@@ -1,0 +1,68 @@
+"""GitHub Actions workflow commands: one annotation per diagnosis, at the line it points to.
+
+``::error file=PATH,line=N,title=TITLE::MESSAGE`` (``::warning`` for a warning). Without a
+location the annotation names the file only. Escaping follows the runner's rules: in the message
+``%``, ``\\r`` and ``\\n`` become ``%25``, ``%0D`` and ``%0A``; in a property value ``:`` and
+``,`` are escaped too (``%3A``, ``%2C``), since they separate properties.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO
+
+from grader.diagnosis.model import Diagnosis
+from grader.report.base import RunInfo
+from grader.report.model import Report
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _file_of(report: Report, d: Diagnosis | None) -> str:
+    """The annotated file, relative as GitHub wants it: the diagnosis' own file when it names
+    one (relative to the submission's folder), else the submission."""
+    if d is not None and d.location is not None and d.location.file:
+        path = d.location.file
+        if not os.path.isabs(path):
+            path = os.path.join(os.path.dirname(report.path), path)
+        return os.path.normpath(path)
+    return os.path.normpath(report.path)
+
+
+def command(kind: str, properties: dict[str, str | int], message: str) -> str:
+    props = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
+    return f"::{kind} {props}::{escape_data(message)}"
+
+
+def annotation_lines(report: Report) -> list[str]:
+    lines = []
+    if report.error is not None:
+        lines.append(command("error", {"file": _file_of(report, None), "title": "not graded"}, report.error))
+    for d in report.diagnoses:
+        props: dict[str, str | int] = {"file": _file_of(report, d)}
+        if d.location is not None:
+            props["line"] = d.location.line
+        props["title"] = f"{d.code} {d.name}"
+        lines.append(command("error" if d.severity == "error" else "warning", props, f"{d.message}\nFix: {d.fix}"))
+    return lines
+
+
+class GithubReporter:
+    streaming = True
+
+    def __init__(self, stream: IO[str], info: RunInfo) -> None:
+        self.stream = stream
+
+    def add(self, report: Report) -> None:
+        for line in annotation_lines(report):
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        pass

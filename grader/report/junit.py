@@ -1,0 +1,126 @@
+"""The JUnit XML report, for CI test reporters (GitLab, Jenkins, GitHub test-report actions).
+
+One ``<testsuite>`` per submission, one ``<testcase>`` per check. A failed check carries, in the
+``message`` attribute, the message of the diagnoses that explain it (the check's own summary when
+none does) and, in the body, the full explanation: each diagnosis with its evidence, why it
+matters and the fix, then every comparison of the check. An error diagnosis that no check owns
+gets a test case of its own; a submission that could not be graded at all is one ``<error>``.
+
+XML 1.0 cannot hold most control characters, lone surrogates or U+FFFE/U+FFFF even escaped, and a
+submission's messages and output may contain anything. ``xml_text`` replaces each such character
+with a visible ``\\xNN``-style escape (the idea of pytest's ``bin_xml_escape``) before the standard
+library escapes ``<``, ``&`` and quotes.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import IO
+
+from grader.checks.base import CheckResult
+from grader.diagnosis.model import Diagnosis
+from grader.diagnosis.registry import BY_NAME
+from grader.report.base import DocumentReporter, RunInfo
+from grader.report.model import Report
+
+# Everything XML 1.0 allows is kept: tab, newline, carriage return, and the ranges below.
+_ILLEGAL = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def xml_text(text: str) -> str:
+    """``text`` with every character XML 1.0 cannot hold replaced by a visible escape."""
+    return _ILLEGAL.sub(_escape_char, text)
+
+
+def _el(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    node = ET.SubElement(parent, tag, {k: xml_text(v) for k, v in attrs.items()})
+    if text is not None:
+        node.text = xml_text(text)
+    return node
+
+
+def explanation(d: Diagnosis) -> str:
+    lines = [f"{d.code} {d.name} ({d.severity})", f"Measured: {d.message}"]
+    if d.location is not None:
+        lines.append(f"Where: {d.location.file} line {d.location.line}: {d.location.code.strip()}")
+    rule = BY_NAME.get(d.name)
+    if rule is not None:
+        lines.append(f"Why: {rule.why}")
+    lines.append(f"Fix: {d.fix}")
+    if d.evidence:
+        lines.append("Evidence: " + ", ".join(f"{k}={v}" for k, v in d.evidence.items()))
+    return "\n".join(lines)
+
+
+def _check_body(check: CheckResult, diagnoses: list[Diagnosis]) -> str:
+    blocks = [explanation(d) + "\n" for d in diagnoses]
+    blocks.append(f"{check.id}: {check.summary}")
+    blocks.extend(f"  {c.case} {c.what}: {'ok' if c.passed else 'FAIL'}: {c.summary}" for c in check.cases)
+    return "\n".join(blocks)
+
+
+def suite_element(report: Report, info: RunInfo) -> ET.Element:
+    suite = ET.Element("testsuite")
+    classname = f"grader.{info.suite_name}"
+    failures = errors = skipped = tests = 0
+    props = _el(suite, "properties")
+    for name, value in (("score", f"{report.score:g}"), ("max_score", f"{report.max_score:g}"), ("worker_status", report.worker_status)):
+        _el(props, "property", name=name, value=value)
+    if report.error is not None:
+        case = _el(suite, "testcase", classname=classname, name="grade", time="0")
+        _el(case, "error", report.error, message=report.error, type="not-graded")
+        tests, errors = 1, 1
+    for check in report.checks:
+        tests += 1
+        case = _el(suite, "testcase", classname=classname, name=check.id, time="0")
+        owned = [d for d in report.diagnoses if check.id in d.checks]
+        if check.outcome == "skipped":
+            skipped += 1
+            _el(case, "skipped", message=check.summary)
+        elif check.outcome in ("failed", "error"):
+            failures += 1
+            message = "; ".join(f"{d.name}: {d.message}" for d in owned) or check.summary
+            _el(case, "failure", _check_body(check, owned), message=message, type=", ".join(d.code for d in owned) or check.outcome)
+    checked = {c.id for c in report.checks}
+    for d in report.diagnoses:
+        if d.severity == "error" and not checked.intersection(d.checks):
+            tests += 1
+            failures += 1
+            case = _el(suite, "testcase", classname=classname, name=f"diagnosis {d.name}", time="0")
+            _el(case, "failure", explanation(d), message=d.message, type=d.code)
+    warnings = [explanation(d) for d in report.diagnoses if d.severity == "warning"]
+    if report.output.total_bytes or warnings:
+        _el(suite, "system-out", "\n\n".join([*warnings, report.output.text]))
+    suite.set("name", xml_text(report.path))
+    for key, count in (("tests", tests), ("failures", failures), ("errors", errors), ("skipped", skipped)):
+        suite.set(key, str(count))
+    suite.set("time", f"{report.duration_s:.3f}")
+    # Attributes go first in the output for readability; ElementTree keeps insertion order.
+    suite.attrib = {k: suite.attrib[k] for k in ("name", "tests", "failures", "errors", "skipped", "time")}
+    return suite
+
+
+class JunitReporter(DocumentReporter):
+    def finish(self) -> None:
+        root = ET.Element("testsuites", {"name": xml_text(f"grader {self.info.suite_name}")})
+        totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        time = 0.0
+        for report in self.reports:
+            suite = suite_element(report, self.info)
+            root.append(suite)
+            for key in totals:
+                totals[key] += int(suite.get(key, "0"))
+            time += report.duration_s
+        for key, value in totals.items():
+            root.set(key, str(value))
+        root.set("time", f"{time:.3f}")
+        ET.indent(root)
+        self.stream.write('<?xml version="1.0" encoding="utf-8"?>\n')
+        self.stream.write(ET.tostring(root, encoding="unicode"))
+        self.stream.write("\n")

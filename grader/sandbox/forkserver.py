@@ -1,0 +1,329 @@
+"""A pre-warmed process that forks one worker per submission.
+
+A fresh interpreter per submission pays the interpreter start and numpy's import (about 0.1 s)
+every time. The fork server pays it once: it is started as a *fresh* interpreter (exec, never a
+fork of the grader, so it has never held the reference answers or anything else of the grader's
+memory), imports numpy and the worker module, and then forks one child per submission. The child
+runs exactly what a fresh worker runs, ``worker.entry``, so every isolation step the worker takes
+before loading the submission applies in both start modes; before that it puts itself where a
+fresh worker would be: its own session and process group, stdin on /dev/null, stdout and stderr
+on the capped output pipe, the fresh working folder, the reduced environment, no other file
+descriptor open.
+
+The grader keeps every limit it enforces on a fresh worker: it owns the pipes, applies the
+deadline and kills the child's process group. Only reaping moves: the child is the server's, so
+the server waits for it and reports its exit status and peak memory.
+
+Protocol, over one SOCK_SEQPACKET control socket (one message per request, never split):
+
+* grader -> server: JSON ``{"workdir", "env"}`` with four descriptors attached (``send_fds``):
+  the request pipe (read end), the result pipe (write end), the output pipe (write end) and a
+  reply socket for this request;
+* server -> grader, on the reply socket: ``{"pid"}`` once forked, then ``{"status",
+  "max_rss_kb", "cpu_s"}`` once reaped (status as from ``wait``).
+
+When the grader goes away (its end of the control socket closes), the server kills every child's
+process group and exits. This module stays import-light (no numpy) so that the CLI can start the
+server before it imports anything heavy, and the server's start-up overlaps the grader's.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from typing import IO, Any
+
+from grader.errors import SandboxError
+from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
+
+SERVER_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import serve; serve(int(sys.argv[1]))"
+# The first request may wait for the server's own start (numpy's import) on a loaded machine.
+START_TIMEOUT_S = 30.0
+# After the worker's pipes closed, it has nothing left to do but exit, once it has swept what the
+# submission left behind (without a PID namespace that sweep may take up to 5 s: see
+# isolation._sweep_descendants); killing it earlier would leave the rest running.
+EXIT_GRACE_S = 6.0
+REAP_TIMEOUT_S = 10.0
+MESSAGE_BYTES = 64 * 1024
+
+
+def _kill_group(pid: int) -> None:
+    for kill in (os.killpg, os.kill):  # os.kill as well: the child may not have called setsid yet
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _send_json(sock: socket.socket, data: dict[str, Any]) -> None:
+    try:
+        sock.send(json.dumps(data).encode())
+    except OSError:
+        pass  # the grader stopped waiting (interrupted); nothing to tell
+
+
+# --------------------------------------------------------------------------------------------
+# The grader's side
+
+
+class ForkedWorker:
+    """A worker forked by the server: what runner.py needs of a process (pid, stdout, reap)."""
+
+    def __init__(self, pid: int, reply: socket.socket, stdout: IO[bytes]) -> None:
+        self.pid = pid
+        self.reply = reply
+        self.stdout = stdout
+
+    def _wait(self, timeout: float) -> dict[str, Any] | None:
+        self.reply.settimeout(timeout)
+        try:
+            data = self.reply.recv(MESSAGE_BYTES)
+        except socket.timeout:
+            return None
+        except OSError:
+            data = b""
+        try:
+            message = json.loads(data) if data else {}
+        except ValueError:
+            message = {}
+        return message if isinstance(message, dict) else {}
+
+    def reap(self) -> tuple[int | None, int | None, int, float]:
+        """Exit code, signal, peak resident memory (KB) and CPU seconds, as runner._reap returns them."""
+        try:
+            message = self._wait(EXIT_GRACE_S)
+            if message is None:  # closed its pipes but did not exit: end it
+                _kill_group(self.pid)
+                message = self._wait(REAP_TIMEOUT_S) or {}
+        finally:
+            self.reply.close()
+            self.stdout.close()
+        status, rss, cpu = message.get("status"), message.get("max_rss_kb"), message.get("cpu_s")
+        rss = rss if type(rss) is int and rss >= 0 else 0
+        cpu = float(cpu) if type(cpu) in (int, float) and cpu >= 0 else 0.0
+        if type(status) is not int:
+            # The server died (or was killed, perhaps by a submission) before it could say. The
+            # runner trusts a run only if the worker also sent "done" on its own pipe, and after
+            # "done" a worker only exits: 0 is the one exit code consistent with that.
+            return 0, None, rss, cpu
+        if os.WIFSIGNALED(status):
+            return None, os.WTERMSIG(status), rss, cpu
+        return os.WEXITSTATUS(status), None, rss, cpu
+
+
+class ForkServer:
+    """The grader's handle on a running fork server. Thread-safe: batch threads share one."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], control: socket.socket) -> None:
+        self.proc = proc
+        self.control = control
+        self.lock = threading.Lock()
+        self.usable = True
+        self.closed = False
+        self.spawned = 0
+
+    @classmethod
+    def start(cls) -> ForkServer | None:
+        """Start a server (it warms up in the background). None where the platform has no
+        SOCK_SEQPACKET or descriptor passing: callers then start fresh workers."""
+        if not hasattr(socket, "SOCK_SEQPACKET") or not hasattr(socket, "send_fds"):
+            return None
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError:
+            return None
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", SERVER_BOOT, PACKAGE_ROOT, str(theirs.fileno())],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                env=dict(BASE_ENV),
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,  # Ctrl-C on the terminal reaches the grader only
+            )
+        except OSError:
+            ours.close()
+            return None
+        finally:
+            theirs.close()
+        return cls(proc, ours)
+
+    def spawn(self, req_r: int, res_w: int, workdir: str, env: dict[str, str]) -> ForkedWorker | None:
+        """Fork a worker on these pipes. None when the server cannot: the caller starts a fresh
+        worker instead (and this server is not asked again). Raises SandboxError once the server
+        was closed: grading is stopping (Ctrl-C), and no worker of any kind may start now."""
+        if self.closed:
+            raise SandboxError("grading was stopped")
+        if not self.usable:
+            return None
+        out_r, out_w = os.pipe()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            with self.lock:
+                socket.send_fds(self.control, [json.dumps({"workdir": workdir, "env": env}).encode()], [req_r, res_w, out_w, theirs.fileno()])
+        except OSError:
+            self.usable = False
+            mine.close()
+            os.close(out_r)
+            return None
+        finally:
+            theirs.close()
+            os.close(out_w)
+        worker = ForkedWorker(0, mine, open(out_r, "rb", buffering=0))
+        message = worker._wait(START_TIMEOUT_S)
+        pid = (message or {}).get("pid")
+        if type(pid) is not int or pid <= 0:
+            self.usable = False
+            mine.close()
+            worker.stdout.close()
+            return None
+        worker.pid = pid
+        with self.lock:
+            self.spawned += 1
+        return worker
+
+    def close(self) -> None:
+        """Stop the server; it kills the process group of every worker still running."""
+        self.closed = True
+        self.usable = False
+        if self.spawned == 0:
+            self.proc.kill()  # never used (a usage error, all results cached): no need to wait for its start
+        try:
+            self.control.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> ForkServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The server's side (runs in its own fresh interpreter)
+
+
+def serve(control_fd: int) -> None:
+    import numpy  # noqa: F401 - the point of the server: imported once, inherited by every child
+
+    from grader.sandbox import worker
+
+    # Everything imported so far is shared with every child, copy-on-write. A garbage collection
+    # in a child would touch (and so copy) every page of it: frozen objects are never scanned.
+    gc.collect()
+    gc.freeze()
+    control = socket.socket(fileno=control_fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    selector = selectors.DefaultSelector()
+    selector.register(control, selectors.EVENT_READ)
+    selector.register(wake_r, selectors.EVENT_READ)
+    replies: dict[int, socket.socket] = {}
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj is control:
+                try:
+                    data, fds, _flags, _addr = socket.recv_fds(control, MESSAGE_BYTES, 8)
+                except OSError:
+                    data, fds = b"", []
+                if not data:  # the grader is gone: take every worker with us
+                    for pid in replies:
+                        _kill_group(pid)
+                    os._exit(0)
+                _spawn(worker.entry, data, fds, replies, control)
+            else:
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+        _reap(replies)
+
+
+def _reap(replies: dict[int, socket.socket]) -> None:
+    while replies:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _kill_group(pid)  # whatever the worker left behind in its group
+        reply = replies.pop(pid, None)
+        if reply is not None:
+            _send_json(reply, {"status": status, "max_rss_kb": int(usage.ru_maxrss), "cpu_s": usage.ru_utime + usage.ru_stime})
+            reply.close()
+
+
+def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.socket], control: socket.socket) -> None:
+    try:
+        request = json.loads(data)
+        workdir, env = request["workdir"], request["env"]
+        valid = len(fds) == 4 and isinstance(workdir, str) and isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
+    except (ValueError, KeyError, TypeError):
+        valid = False
+    if not valid:
+        for fd in fds:
+            os.close(fd)
+        return
+    req_r, res_w, out_w, reply_fd = fds
+    reply = socket.socket(fileno=reply_fd)
+    try:
+        pid = os.fork()
+    except OSError:  # out of processes or memory: no pid sent, the grader starts a fresh worker
+        for fd in (req_r, res_w, out_w):
+            os.close(fd)
+        reply.close()
+        return
+    if pid == 0:
+        _child(entry, req_r, res_w, out_w, workdir, env, [reply, control, *replies.values()])
+    for fd in (req_r, res_w, out_w):
+        os.close(fd)
+    replies[pid] = reply
+    _send_json(reply, {"pid": pid})
+
+
+def _child(entry: Any, req_r: int, res_w: int, out_w: int, workdir: str, env: dict[str, str], sockets: list[socket.socket]) -> None:
+    """Become what a fresh worker is, then run the same worker code. Never returns."""
+    try:
+        os.setsid()  # its own session and process group: one killpg ends it and its children
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for sock in sockets:
+            sock.detach()  # the descriptors are closed below; no object may close a reused number
+        os.chdir(workdir)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        low, high = sorted((req_r, res_w))
+        max_fd = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
+        os.closerange(3, low)
+        os.closerange(low + 1, high)
+        os.closerange(high + 1, max(max_fd, high + 1))
+        os.environ.clear()
+        os.environ.update(env)
+        if "tempfile" in sys.modules:
+            setattr(sys.modules["tempfile"], "tempdir", None)  # computed again from TMPDIR
+        sys.argv = ["-c", str(req_r), str(res_w)]
+        entry([str(req_r), str(res_w)])
+    finally:
+        os._exit(70)

@@ -1,0 +1,168 @@
+"""Discovery: which file of a folder or a candidate's checkout is graded, found without importing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from grader.discover import Rule, defines_function, discover, find_in_checkout
+from grader.errors import UsageError
+
+DEFINES = "import numpy as np\n\ndef attention(Q, K, V):\n    return V\n"
+
+
+def write(path: Path, text: str = DEFINES) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (DEFINES, True),
+        ("async def attention(Q, K, V): ...\n", True),
+        ("class attention:\n    pass\n", True),
+        ("class Attn:\n    def __call__(self, Q, K, V): ...\nattention = Attn()\n", True),
+        ("attention: object = None\n", True),
+        ("try:\n    import torch\nexcept ImportError:\n    def attention(Q, K, V): ...\n", True),
+        ("if True:\n    def attention(Q, K, V): ...\n", True),
+        ("from solution import attention\n", False),  # passes it on, does not define it
+        ("import attention\n", False),
+        ("class Model:\n    def attention(self, Q, K, V): ...\n", False),  # a method, not module level
+        ("def helper():\n    def attention(Q, K, V): ...\n", False),
+        ("def attention(Q, K, V:\n", False),  # a syntax error is not parsed
+    ],
+    ids=["def", "async-def", "class", "callable-object", "annotated", "in-try", "in-if", "from-import", "import", "method", "nested", "syntax-error"],
+)
+def test_defines_function(tmp_path: Path, source: str, expected: bool) -> None:
+    assert defines_function(write(tmp_path / "f.py", source), "attention") is expected
+
+
+def test_defining_file_wins_over_an_importing_one(tmp_path: Path) -> None:
+    write(tmp_path / "src" / "impl.py")
+    write(tmp_path / "main.py", "from src.impl import attention\n")
+    sub = find_in_checkout(tmp_path, Rule())
+    assert sub.error is None and sub.file == tmp_path / "src" / "impl.py"
+
+
+def test_conventional_name_breaks_a_tie(tmp_path: Path) -> None:
+    write(tmp_path / "scratch.py")
+    write(tmp_path / "solution.py")
+    write(tmp_path / "attention.py")
+    assert find_in_checkout(tmp_path, Rule()).file == tmp_path / "attention.py"
+
+
+def test_two_defining_files_are_a_per_candidate_error(tmp_path: Path) -> None:
+    write(tmp_path / "a.py")
+    write(tmp_path / "b.py")
+    sub = find_in_checkout(tmp_path, Rule())
+    assert sub.file is None
+    assert sub.error == "2 files define attention(): a.py, b.py; choose one with --submission-file"
+
+
+def test_no_defining_file_is_an_error_but_a_broken_conventional_file_is_graded(tmp_path: Path) -> None:
+    write(tmp_path / "notes.py", "x = 1\n")
+    sub = find_in_checkout(tmp_path, Rule())
+    assert sub.file is None and sub.error is not None and "no file defines attention()" in sub.error
+    write(tmp_path / "solution.py", "def attention(Q, K, V:\n")  # graded, to be reported as load-error
+    assert find_in_checkout(tmp_path, Rule()).file == tmp_path / "solution.py"
+
+
+def test_test_files_and_skipped_folders_are_not_candidates(tmp_path: Path) -> None:
+    write(tmp_path / "test_attention.py")
+    write(tmp_path / "tests" / "conftest.py")
+    write(tmp_path / ".hidden" / "attention.py")
+    write(tmp_path / "__pycache__" / "attention.py")
+    write(tmp_path / "node_modules" / "x" / "attention.py")
+    write(tmp_path / "myenv" / "pyvenv.cfg", "home = /usr\n")
+    write(tmp_path / "myenv" / "lib" / "attention.py")
+    write(tmp_path / "impl.py")
+    sub = find_in_checkout(tmp_path, Rule())
+    assert sub.file == tmp_path / "impl.py", sub.error
+    assert [p.relative_to(tmp_path).as_posix() for p in sub.related] == ["impl.py", "test_attention.py", "tests/conftest.py"]
+
+
+def test_submission_file_pattern(tmp_path: Path) -> None:
+    write(tmp_path / "a.py")
+    write(tmp_path / "pkg" / "b.py")
+    assert find_in_checkout(tmp_path, Rule(pattern="pkg/*.py")).file == tmp_path / "pkg" / "b.py"
+    assert find_in_checkout(tmp_path, Rule(pattern="*.py")).error == "2 files match --submission-file '*.py': a.py, pkg/b.py"
+    assert find_in_checkout(tmp_path, Rule(pattern="nope.py")).error == "no file matches --submission-file 'nope.py'"
+
+
+def test_function_name_follows_the_rule(tmp_path: Path) -> None:
+    write(tmp_path / "a.py", "def self_attention(Q, K, V): ...\n")
+    write(tmp_path / "b.py")
+    assert find_in_checkout(tmp_path, Rule(function="self_attention")).file == tmp_path / "a.py"
+
+
+def test_symlinks_never_leave_the_checkout_and_loops_end(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write(outside / "attention.py")
+    checkout = tmp_path / "checkout"
+    write(checkout / "impl.py")
+    os.symlink(outside, checkout / "escape")
+    os.symlink(outside / "attention.py", checkout / "linked.py")
+    (checkout / "sub").mkdir()
+    os.symlink(checkout, checkout / "sub" / "loop")  # inside, so followed, but visited once
+    os.symlink("..", checkout / "up")
+    sub = find_in_checkout(checkout, Rule())
+    assert sub.file == checkout / "impl.py", sub.error
+    assert all(outside not in p.resolve().parents for p in sub.related)
+
+
+def test_folder_holds_loose_files_and_candidates(tmp_path: Path) -> None:
+    write(tmp_path / "b.py")
+    write(tmp_path / "a.py")
+    write(tmp_path / "notes.txt", "not python")
+    write(tmp_path / "alice" / "solution.py")
+    write(tmp_path / "bob" / "x.py")
+    write(tmp_path / "bob" / "y.py")
+    write(tmp_path / ".git" / "attention.py")
+    outside = write(tmp_path.parent / f"{tmp_path.name}-outside.py")
+    os.symlink(outside, tmp_path / "linked.py")
+    found = discover([tmp_path], Rule())
+    labels = [Path(s.label).name for s in found]
+    assert labels == ["a.py", "alice", "b.py", "bob", "linked.py"]
+    by_name = {Path(s.label).name: s for s in found}
+    assert by_name["alice"].file == tmp_path / "alice" / "solution.py"
+    assert by_name["bob"].file is None and "2 files define" in (by_name["bob"].error or "")
+    assert by_name["linked.py"].file is None and "outside the folder" in (by_name["linked.py"].error or "")
+
+
+def test_candidate_mode_grades_the_folder_itself(tmp_path: Path) -> None:
+    write(tmp_path / "attention.py")
+    write(tmp_path / "helpers.py", "def softmax(x): ...\n")
+    [sub] = discover([tmp_path], Rule(), candidate=True)
+    assert sub.file == tmp_path / "attention.py" and sub.folder == tmp_path
+
+
+def test_content_hash_covers_the_files_beside_the_submission(tmp_path: Path) -> None:
+    write(tmp_path / "attention.py")
+    helper = write(tmp_path / "helpers.py", "SCALE = 1\n")
+    first = find_in_checkout(tmp_path, Rule()).content_hash()
+    assert find_in_checkout(tmp_path, Rule()).content_hash() == first
+    helper.write_text("SCALE = 2\n")
+    assert find_in_checkout(tmp_path, Rule()).content_hash() != first
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "text"])
+def test_bad_paths_are_usage_errors(tmp_path: Path, make: str) -> None:
+    target = {"missing": tmp_path / "nope", "empty": tmp_path, "text": write(tmp_path / "notes.txt", "x")}[make]
+    with pytest.raises(UsageError):
+        discover([target], Rule())
+
+
+def test_a_huge_checkout_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import grader.discover as discover_module
+
+    monkeypatch.setattr(discover_module, "MAX_CHECKOUT_BYTES", 200)
+    write(tmp_path / "a_big.py", "# padding\n" * 30 + DEFINES)  # over the budget: not parsed
+    write(tmp_path / "solution.py", "x = 1\n")
+    sub = find_in_checkout(tmp_path, Rule())
+    assert sub.file == tmp_path / "solution.py"  # the conventional name still decides
+    with pytest.raises(discover_module.TooLarge):
+        sub.content_hash()

@@ -1,0 +1,209 @@
+"""Every report format over the same Reports: produced, parsed back, escaped, and round-tripped."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES
+from grader.diagnosis.model import Diagnosis, Location
+from grader.report.base import FORMATS, RunInfo, make_reporter
+from grader.report.files import render_document
+from grader.report.github import annotation_lines, escape_data, escape_property
+from grader.report.jsonfmt import report_dict, report_from_dict
+from grader.report.junit import xml_text
+from grader.report.model import Report
+
+INFO = RunInfo("attention-default", 10.0)
+HOSTILE_TEXT = "nul\x00 esc\x1b[31m bell\x07 surrogate\ud800 ffff\uffff <tag> & \"quote\""
+
+
+@pytest.fixture(scope="module")
+def reports(grade_path) -> list[Report]:  # type: ignore[no-untyped-def]
+    return [grade_path(EXAMPLES / name) for name in ("seed_buggy.py", "correct.py", "load_error.py")]
+
+
+def render(fmt: str, reports: list[Report]) -> str:
+    return render_document(fmt, reports, INFO)  # type: ignore[arg-type]
+
+
+def hostile(report: Report) -> Report:
+    """The same report with candidate-controlled text full of characters that break formats."""
+    d = report.diagnoses[0]
+    bad = replace(d, message=HOSTILE_TEXT, location=Location(file="sub,dir/a:b.py", line=7, code="x = 1"))
+    return replace(report, path="cand,=1|x\n.py", diagnoses=(bad, *report.diagnoses[1:]), output=replace(report.output, text=HOSTILE_TEXT))
+
+
+def test_every_format_renders(reports: list[Report]) -> None:
+    for fmt in FORMATS:
+        assert render(fmt, reports).strip(), fmt
+
+
+def test_json_round_trips_through_from_dict(reports: list[Report]) -> None:
+    for report in reports:
+        data = json.loads(json.dumps(report_dict(report)))
+        again = report_from_dict(data, report.suite)
+        assert report_dict(again) == data
+        assert again.passed == report.passed and [d.name for d in again.diagnoses] == [d.name for d in report.diagnoses]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: d.pop("checks"),
+        lambda d: d.update(passed="yes"),
+        lambda d: d["diagnoses"][0].update(severity="fatal"),
+        lambda d: d["checks"][0].update(outcome="maybe"),
+        lambda d: d["checks"][2]["cases"][0]["mismatch"].update(worst_index=["0"]),
+        lambda d: d["output"].update(truncated_bytes=-1),
+        lambda d: d.update(score=True),
+    ],
+    ids=["missing-field", "bool-as-text", "bad-severity", "bad-outcome", "bad-index", "bad-output", "bool-as-number"],
+)
+def test_from_dict_refuses_damaged_data(reports: list[Report], damage) -> None:  # type: ignore[no-untyped-def]
+    data = json.loads(json.dumps(report_dict(reports[0])))
+    damage(data)
+    with pytest.raises(ValueError):
+        report_from_dict(data, "attention-default")
+
+
+def test_junit_structure(reports: list[Report]) -> None:
+    root = ET.fromstring(render("junit", reports))
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == [r.path for r in reports]
+    buggy = suites[0]
+    cases = {c.get("name"): c for c in buggy.findall("testcase")}
+    assert list(cases) == [c.id for c in reports[0].checks]
+    failure = cases["weights"].find("failure")
+    assert failure is not None
+    scale = next(d for d in reports[0].diagnoses if d.name == "scale-by-dk")
+    assert scale.message in (failure.get("message") or "")
+    assert "Why: " in (failure.text or "") and "Fix: " in (failure.text or "")
+    assert int(buggy.get("failures", "0")) == sum(1 for c in reports[0].checks if c.outcome == "failed")
+    assert suites[1].get("failures") == "0" and suites[1].findall(".//failure") == []
+    assert int(root.get("tests", "0")) == sum(int(s.get("tests", "0")) for s in suites)
+
+
+def test_junit_escapes_characters_xml_cannot_hold(reports: list[Report]) -> None:
+    text = render("junit", [hostile(reports[0])])
+    root = ET.fromstring(text)  # would raise on a raw NUL, ESC or lone surrogate
+    failures = [f for f in root.iter("failure") if "nul" in (f.get("message") or "")]
+    assert failures
+    message = failures[0].get("message") or ""
+    assert "nul\\x00 esc\\x1b[31m bell\\x07 surrogate\\ud800 ffff\\uffff <tag> & \"quote\"" in message
+    assert root.find("testsuite") is not None and root.find("testsuite").get("name") == "cand,=1|x\n.py"  # type: ignore[union-attr]
+
+
+def test_xml_text_keeps_what_xml_allows() -> None:
+    assert xml_text("tab\tnewline\ncr\r é 中 🙂") == "tab\tnewline\ncr\r é 中 🙂"
+    assert xml_text("\x01\x1f\x7f\ufffe") == "\\x01\\x1f\x7f\\ufffe"
+
+
+def test_csv_quotes_and_defuses_formulas(reports: list[Report]) -> None:
+    rows = list(csv.reader(io.StringIO(render("csv", [hostile(reports[0]), reports[1]]))))
+    assert rows[0] == ["path", "passed", "score", "max_score", "diagnoses", "duration_s", "error"]
+    assert rows[1][0] == "cand,=1|x\n.py" and rows[1][1] == "false"
+    assert rows[1][4] == "scale-by-dk batch-transpose"
+    top = f"{reports[1].max_score:g}"
+    assert rows[2][:4] == [reports[1].path, "true", top, top]
+    evil = replace(reports[1], path="=HYPERLINK(\"http://x\")")
+    assert list(csv.reader(io.StringIO(render("csv", [evil]))))[1][0] == "'=HYPERLINK(\"http://x\")"
+
+
+def test_github_escaping() -> None:
+    assert escape_data("100% done\r\nnext") == "100%25 done%0D%0Anext"
+    assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+
+
+def test_github_annotation_per_diagnosis(reports: list[Report]) -> None:
+    lines = annotation_lines(hostile(reports[0]))
+    assert len(lines) == len(reports[0].diagnoses)
+    assert lines[0].startswith("::error file=sub%2Cdir/a%3Ab.py,line=7,title=S201 scale-by-dk::nul")  # relative to the submission's folder
+    assert "\n" not in "".join(lines)
+    assert all(line.startswith("::error file=") for line in lines)
+    # a line exactly where the diagnosis has a location
+    assert [",line=" in line for line in lines] == [d.location is not None for d in hostile(reports[0]).diagnoses]
+
+
+def test_github_warning_and_not_graded() -> None:
+    warning = Diagnosis("W1", "w", "warning", "m", "f", location=Location("a.py", 3, "x"))
+    base = Report("d/s.py", "attention", "s", True, 1, 1, (), (warning,), replace_output(), 0.1, "completed")
+    assert annotation_lines(base) == ["::warning file=d/a.py,line=3,title=W1 w::m%0AFix: f"]
+    missing = replace(base, diagnoses=(), error="2 files define attention()")
+    assert annotation_lines(missing) == ["::error file=d/s.py,title=not graded::2 files define attention()"]
+
+
+def replace_output():  # type: ignore[no-untyped-def]
+    from grader.observation import CapturedOutput
+
+    return CapturedOutput("", 0, 0)
+
+
+def test_markdown_table_cannot_be_broken(reports: list[Report]) -> None:
+    text = render("markdown", [hostile(reports[0]), reports[1]])
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    header_cells = rows[0].count("|")
+    for row in rows:
+        assert row.replace("\\|", "").count("|") == header_cells, row
+    assert "<tag>" not in text and "\\<tag\\>" in text
+    assert "## Attention grader: 1 of 2 passed" in text
+
+
+def test_markdown_code_span_fence_outgrows_backticks() -> None:
+    from grader.report.markdown import md_code
+
+    assert md_code("np.sqrt(d_k)") == "`np.sqrt(d_k)`"
+    assert md_code("use `K.T` <b>") == "``use `K.T` <b>``"
+    assert md_code("`x`") == "`` `x` ``"
+
+
+def test_gradescope_results(reports: list[Report]) -> None:
+    doc = json.loads(render("gradescope", reports[:1]))
+    assert doc["score"] == reports[0].score
+    assert [t["name"].split(":")[0] for t in doc["tests"]] == [c.id for c in reports[0].checks]
+    for test, check in zip(doc["tests"], reports[0].checks):
+        assert set(test) == {"name", "score", "max_score", "status", "output"}
+        assert test["status"] == ("passed" if check.passed else "failed")
+        assert test["max_score"] == check.max_points
+    several = json.loads(render("gradescope", reports))
+    assert several["score"] == sum(r.score for r in reports)
+    assert several["tests"][0]["name"].startswith(reports[0].path + ": ")
+
+
+def test_text_summary_table(reports: list[Report]) -> None:
+    text = render("text", reports)
+    assert "1 passed, 2 failed, 0 not graded of 3 submissions" in text
+    assert "most frequent diagnoses" in text and "slowest submissions" in text
+
+
+def test_quiet_text_is_one_line_each(reports: list[Report]) -> None:
+    stream = io.StringIO()
+    reporter = make_reporter("text", stream, replace(INFO, quiet=True))
+    reporter.add(reports[0])
+    first = reports[0]
+    assert stream.getvalue().strip().splitlines() == [f"FAILED  {first.path}  {first.score:g}/{first.max_score:g}  scale-by-dk, batch-transpose"]
+
+
+def test_report_files_are_never_half_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from grader.errors import OutputError
+    from grader.report.files import write_report_file
+
+    target = tmp_path / "report.xml"
+    target.write_text("the previous report")
+
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OutputError, match="report.xml: no space left on the device"):
+        write_report_file(target, "<testsuites/>" * 1000)
+    assert target.read_text() == "the previous report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.xml"]  # no temporary file left
