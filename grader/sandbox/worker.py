@@ -277,6 +277,9 @@ def main(argv: list[str]) -> int:
     meta, inputs = decode(read_all(request_fd)[4:])
     os.close(request_fd)
     channel = Channel(result_fd)
+    # -I ignores PYTHONDONTWRITEBYTECODE: say it here, or importing the submission would leave a
+    # __pycache__ folder in the candidate's folder (or fail to, when it is read-only).
+    sys.dont_write_bytecode = True
     framework = meta.get("framework") or "numpy"
     # A framework submission gets its resource limits after torch / jax is imported (below);
     # every other layer needs a single-threaded process, so it comes first, before the
