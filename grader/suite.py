@@ -191,7 +191,7 @@ class _Doc:
         if isinstance(node, yaml.SequenceNode):
             return [self.convert(item, path + (str(i),)) for i, item in enumerate(node.value)]
         # Scalars: let the safe constructor decide int / float / bool / str.
-        return yaml.SafeLoader("").construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+        return yaml.SafeLoader("").construct_object(node, deep=True)
 
     def line(self, path: tuple[str, ...]) -> int:
         while path and path not in self.lines:

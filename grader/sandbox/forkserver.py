@@ -107,7 +107,7 @@ class ForkedWorker:
             self.stdout.close()
         status, rss, cpu = message.get("status"), message.get("max_rss_kb"), message.get("cpu_s")
         rss = rss if type(rss) is int and rss >= 0 else 0
-        cpu = float(cpu) if type(cpu) in (int, float) and cpu >= 0 else 0.0
+        cpu = float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) and cpu >= 0 else 0.0
         if type(status) is not int:
             # The server died (or was killed, perhaps by a submission) before it could say. The
             # runner trusts a run only if the worker also sent "done" on its own pipe, and after

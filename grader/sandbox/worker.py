@@ -203,10 +203,10 @@ def load_function(path: str, name: str, plan: dict[str, Any] | None = None) -> t
     return fn, info
 
 
-def isolate(meta: dict[str, Any], limits: bool = True, only_limits: bool = False) -> list[Layer]:
+def isolate(meta: dict[str, Any], with_limits: bool = True, only_limits: bool = False) -> list[Layer]:
     """Apply the sandbox the request describes (paths and limits come from the grader; nothing
     here looks at the submission). The limits are set by the rlimits layer, soft = hard:
-    ``limits=False`` leaves them out, ``only_limits=True`` applies them alone (later)."""
+    ``with_limits=False`` leaves them out, ``only_limits=True`` applies them alone (later)."""
     box, limits = meta["sandbox"], meta["limits"]
     policy = Policy(
         workdir=str(box["workdir"]),
@@ -221,7 +221,7 @@ def isolate(meta: dict[str, Any], limits: bool = True, only_limits: bool = False
     only = set(box["layers"]) if box.get("layers") is not None else None
     if only_limits:
         only = {"rlimits"} & only if only is not None else {"rlimits"}
-    elif not limits:
+    elif not with_limits:
         only = (only if only is not None else set(LAYER_NAMES)) - {"rlimits"}
     return apply_isolation(policy, only=only)
 
@@ -284,7 +284,7 @@ def main(argv: list[str]) -> int:
     # A framework submission gets its resource limits after torch / jax is imported (below);
     # every other layer needs a single-threaded process, so it comes first, before the
     # framework starts its threads.
-    layers = isolate(meta, limits=framework == "numpy")
+    layers = isolate(meta, with_limits=framework == "numpy")
     missing = [g for g in missing_guarantees(layers) if g in meta["sandbox"].get("require", [])]
     adapt = None
     failure: BaseException | None = None
