@@ -16,7 +16,6 @@ from typing import Iterator
 from grader.checks import run_checks
 from grader.diagnosis.engine import diagnose
 from grader.diagnosis.locate import attach_locations
-from grader.errors import UsageError
 from grader.frameworks import compile_allowance
 from grader.notebook import remap_run
 from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, WorkerRun
@@ -36,7 +35,6 @@ FRAMEWORK_STARTUP_S = 60.0
 # torch and JAX start a thread pool each (JAX about 17 threads, more while compiling); threads
 # count against RLIMIT_NPROC, which as uid 65534 is shared by every worker on the machine.
 FRAMEWORK_PROCESSES = 512
-SUBMISSION_SUFFIXES = (".py", ".ipynb")
 
 
 @dataclass(frozen=True)
@@ -78,20 +76,6 @@ def prepare(suite: Suite | None = None, options: Options | None = None) -> Prepa
     sandbox = SandboxSettings(strict=options.strict_sandbox, hidden=(str(refs.directory),))
     function = options.function or suite.function
     return Prepared(suite, refs, build_probes(suite, refs), function, limits, sandbox, options.framework or suite.framework)
-
-
-def check_path(path: Path) -> None:
-    """Raises UsageError (one line) when ``path`` cannot be a submission file."""
-    try:
-        path.stat()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: {'broken symbolic link' if path.is_symlink() else 'no such file or folder'}") from None
-    except OSError as exc:  # a symbolic-link loop (ELOOP), a folder it may not enter, ...
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
-    if path.is_dir():
-        raise UsageError(f"{path}: is a folder; give a .py or .ipynb submission file (or grade a checkout with --candidate)")
-    if path.suffix not in SUBMISSION_SUFFIXES:
-        raise UsageError(f"{path}: not a Python file (.py) or notebook (.ipynb)")
 
 
 def _unloadable_run(problem: Unloadable) -> WorkerRun:
@@ -157,9 +141,12 @@ def error_report(path: Path, prepared: Prepared, message: str) -> Report:
 
 
 def grade(paths: list[Path], suite: Suite | None = None, options: Options | None = None) -> Iterator[Report]:
-    """Grade each path in order. Raises UsageError before grading anything if a path is bad."""
-    for path in paths:
-        check_path(path)
+    """Grade every submission in ``paths`` (files, folders of them, checkouts: the rules of
+    grader.discover), one Report each, in order. Raises UsageError before grading anything when
+    a path is bad."""
+    from grader.batch import grade_one  # batch imports this module
+    from grader.discover import Rule, discover
+
     prepared = prepare(suite, options)
-    for path in paths:
-        yield grade_file(path, prepared)
+    for submission in discover(paths, Rule(function=prepared.function, entry=prepared.suite.entry)):
+        yield grade_one(submission, prepared, None)[0]
