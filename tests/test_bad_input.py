@@ -2,8 +2,8 @@
 the documented exit code, no traceback. A bad *submission* file is no error of the grader's: it is
 graded, and fails its load check.
 
-Also in test_cli.py: a missing path, bad options, a corrupt or missing reference file. Writing
-reports to files (an unwritable output path, a full disk) comes with the report-file options.
+Also in test_cli.py: a missing path, bad options, a corrupt or missing reference file; in
+test_batch.py: an unwritable output path and a full disk while writing a report.
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ def test_broken_symbolic_link(tmp_path: Path) -> None:
 
 
 def test_folder_with_no_submissions(tmp_path: Path) -> None:
-    # Folders are not graded on this branch: refused with one line, exit 2, before anything runs.
-    assert_one_line_error(*invoke(str(tmp_path)), f"{tmp_path}: ")
+    (tmp_path / "notes.txt").write_text("no Python here")
+    (tmp_path / ".hidden").mkdir()
+    message = f"{tmp_path}: no submissions in this folder (no .py file, no candidate folder)"
+    assert_one_line_error(*invoke(str(tmp_path)), message)
 
 
 def test_a_bad_path_stops_the_run_before_any_submission_runs(tmp_path: Path) -> None:
