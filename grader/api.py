@@ -29,7 +29,7 @@ from grader.sandbox.runner import WorkerLimits, run_submission
 from grader.submission import Unloadable, prepare_submission
 from grader.suite import Suite
 
-# issue 6: how long importing torch / jax may take before the submission's own clock starts
+# How long importing torch / jax may take before the submission's own clock starts
 # (measured: about 2 s for torch and 1 s for JAX on 2 cores; generous for a loaded CI machine).
 FRAMEWORK_STARTUP_S = 60.0
 # torch and JAX start a thread pool each (JAX about 17 threads, more while compiling); threads

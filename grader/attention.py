@@ -44,7 +44,7 @@ def _exact_rows(Q: list[list[float]], K: list[list[float]], keep: list[list[bool
     weights: list[list[float]] = []
     for i, q in enumerate(Q):
         scores = [math.fsum(a * b for a, b in zip(q, k)) / root for k in K]
-        # A masked key (issue 6) is a score of -inf: it takes no part in the maximum and gets
+        # A masked key is a score of -inf: it takes no part in the maximum and gets
         # exactly zero weight. Without a mask every key is kept and this is the plain softmax.
         kept = keep[i] if keep is not None else [True] * len(scores)
         if not any(kept):

@@ -1,4 +1,4 @@
-"""Attention masks (issue 6): building them, the masked reference, and the masked probes.
+"""Attention masks: building them, the masked reference, and the masked probes.
 
 A mask is boolean, True = keep, with the full shape of the scores (..., T_q, T_k), and is passed
 to the submission as its fourth argument (by keyword when a parameter is called ``mask``,

@@ -27,7 +27,7 @@ class ErrorInfo:
     line: int | None = None
     file: str | None = None
     frames: tuple[dict[str, Any], ...] = ()
-    cell: int | None = None  # issue 6: in a notebook, the cell that holds ``line`` (from 1)
+    cell: int | None = None  # In a notebook, the cell that holds ``line`` (from 1)
 
     @property
     def where(self) -> str:
@@ -53,7 +53,7 @@ class Value:
     items: tuple[Value, ...] | None = None  # for tuples and lists
     list_array: np.ndarray | None = None  # a list that converts to a numeric array
     repr: str = ""
-    # issue 6: for a returned (output, weights) pair, ``array`` is the output and this the weights
+    # For a returned (output, weights) pair, ``array`` is the output and this the weights
     weights: np.ndarray | None = None
 
     @property

@@ -90,7 +90,7 @@ def build_files(suite: Suite) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for name, case in sorted(suite.cases.items()):
         Q, K, V = make_inputs(case)
-        weights, output = exact_attention(Q, K, V, case_mask(case))  # issue 6: masked cases
+        weights, output = exact_attention(Q, K, V, case_mask(case))  # Masked cases
         for label, array in zip(ARRAYS, (Q, K, V, weights, output)):
             files[f"{name}.{label}.npy"] = _npy_bytes(array)
     manifest = {

@@ -23,7 +23,7 @@ CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch", "cross", "stabili
 # Kinds that need no stored case: `fresh` draws its own inputs at grading time.
 CASELESS_KINDS = ("load", "fresh")
 SEVERITIES = ("error", "warning", "off")
-# issue 6: check groups a task author turns on or off with `groups:`; load and shape always run.
+# Check groups a task author turns on or off with `groups:`; load and shape always run.
 GROUP_OF_KIND = {
     "weights": "values", "outputs": "values", "cross": "values", "stability": "values", "fresh": "values",
     "batch": "batch", "mask": "masks",
@@ -123,7 +123,7 @@ class Suite:
     severity: dict[str, str] = field(default_factory=dict)
     source: Path | None = None
     references: Path | None = None
-    # issue 6: where the function is in a candidate's folder, which arrays it takes, what is off
+    # Where the function is in a candidate's folder, which arrays it takes, what is off
     entry: Entry | None = None
     framework: str = "auto"
     disabled: tuple[str, ...] = ()  # ids of the checks turned off (by `groups:` or `enabled: false`)

@@ -1,4 +1,4 @@
-"""Suites a task author writes (issue 6): the new keys validate with line numbers, groups turn
+"""Suites a task author writes: the new keys validate with line numbers, groups turn
 checks off, masks build as specified, `grade suite new` writes a starter that works end to end."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Submissions as candidates write them (issue 6), each graded with the right verdict and diagnoses:
+"""Submissions as candidates write them, each graded with the right verdict and diagnoses:
 notebooks, repository checkouts, tuple returns, required masks, PyTorch and JAX; masked tasks; a
 2-D-only take-home. The tables are tests/corpus/{forms,masks,take_home_2d}/expected.yaml.
 

@@ -1,4 +1,4 @@
-"""mask (issue 6): with a causal or padding mask, weights and outputs match the masked reference.
+"""mask: with a causal or padding mask, weights and outputs match the masked reference.
 
 For each masked case: the weights (V = identity, under the mask) against the stored masked
 weights, the output for the stored V against the stored masked output, and the weights under a

@@ -24,7 +24,7 @@ class WeightsCheck:
 
     def run(self, spec: CheckSpec, ctx: CheckContext) -> CheckResult:
         cases = [compare_probe(ctx, c, probe_name(c, "identity"), "weights", ctx.refs.cases[c].weights) for c in spec.cases]
-        # issue 6: weights the function returns beside its output are checked directly too
+        # Weights the function returns beside its output are checked directly too
         return summarise(spec, cases + returned_weights_results(ctx, spec.cases))
 
 

@@ -66,7 +66,7 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
     memory_probes = [
         n for n, o in observed.items()
         if o.status == "raised" and o.error is not None
-        and (o.error.type in MEMORY_ERRORS or is_framework_memory_error(o.error.type, o.error.message))  # issue 6: torch / jax
+        and (o.error.type in MEMORY_ERRORS or is_framework_memory_error(o.error.type, o.error.message))  # torch and JAX say it their way
     ]
     if memory_probes and not any(d.name == "memory-limit" for d in diagnoses):
         first = by_name[memory_probes[0]]

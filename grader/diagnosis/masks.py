@@ -1,4 +1,4 @@
-"""Naming mask mistakes from evidence (issue 6): mask-ignored, mask-after-softmax, mask-inverted.
+"""Naming mask mistakes from evidence: mask-ignored, mask-after-softmax, mask-inverted.
 
 Masked probes are judged here, apart from the catalogue search (which replays unmasked variants).
 The question for each masked case is what the submission did *with the mask*, whatever else it

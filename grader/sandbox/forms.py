@@ -1,4 +1,4 @@
-"""Loading the forms a submission takes, in the worker (issue 6): a notebook's joined source, a file
+"""Loading the forms a submission takes, in the worker: a notebook's joined source, a file
 inside a candidate's package, and the arguments of the call (a mask by keyword or fourth).
 
 Runs in the worker, next to the submission; the grader decides what to ask for
@@ -18,7 +18,7 @@ from typing import Any
 
 def import_submission(path: str, plan: dict[str, Any]) -> types.ModuleType:
     """Run the submission's code as a module. Besides a plain file, the grader may ask for
-    (issue 6, see grader/notebook.py and grader/entry.py):
+    (see grader/notebook.py and grader/entry.py):
     * ``source``: a notebook's code cells joined into one text, run under the notebook's name;
     * ``module``: a file inside a package of a repository, imported by its dotted name so that
       its relative imports work."""
@@ -61,13 +61,13 @@ def search_path(path: str, plan: dict[str, Any]) -> list[str]:
     return [os.path.dirname(os.path.abspath(path))]
 
 
-# Parameter names under which a mask is passed by keyword (issue 6); otherwise it goes fourth.
+# Parameter names under which a mask is passed by keyword; otherwise it goes fourth.
 MASK_NAMES = ("mask", "attn_mask", "attention_mask")
 
 
 def call_arguments(info: dict[str, Any], Q: Any, K: Any, V: Any, mask: Any, has_mask: bool) -> tuple[list[Any], dict[str, Any]]:
     """Positional Q, K, V (names are never assumed); a mask by keyword when a parameter is named
-    like one, else fourth; None for a required mask when the probe has none (issue 6)."""
+    like one, else fourth; None for a required mask when the probe has none."""
     if not has_mask and not info.get("mask_required"):
         return [Q, K, V], {}
     if info.get("mask_keyword"):

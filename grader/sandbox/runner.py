@@ -52,7 +52,7 @@ class WorkerLimits:
     output_bytes: int = 64 * 1024
     result_bytes: int = 256 * 1024 * 1024
     file_bytes: int = 64 * 1024 * 1024
-    # issue 6: time to import torch / jax before the submission's own clock starts (at "ready").
+    # Time to import torch / jax before the submission's own clock starts (at "ready").
     startup_s: float = 0.0
 
 
@@ -62,7 +62,7 @@ def build_request(submission: Path, function: str, probes: list[Probe], limits: 
         arrays[f"{probe.name}.Q"] = probe.Q
         arrays[f"{probe.name}.K"] = probe.K
         arrays[f"{probe.name}.V"] = probe.V
-        if probe.mask is not None:  # issue 6: masked probes
+        if probe.mask is not None:  # Masked probes
             arrays[f"{probe.name}.mask"] = probe.mask
     meta = {
         "submission": str(submission),

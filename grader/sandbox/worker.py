@@ -189,7 +189,7 @@ def load_function(path: str, name: str, plan: dict[str, Any] | None = None) -> t
             signature.bind(0, 0, 0)
             info["accepts_three"] = True
         except TypeError as exc:
-            # A required mask parameter (issue 6) receives None where the task has no mask.
+            # A required mask parameter receives None where the task has no mask.
             try:
                 signature.bind(0, 0, 0, **{keyword: None}) if keyword else signature.bind(0, 0, 0, None)
                 info["accepts_three"] = True
@@ -240,7 +240,7 @@ def seal_grader_package() -> None:
 
 def run_probes(fn: Callable[..., Any], probes: list[dict[str, Any]], inputs: dict[str, np.ndarray], channel: Channel, submission_dir: str, info: dict[str, Any] | None = None, adapt: Callable[[Any], Any] | None = None) -> None:
     info = info or {}
-    adapt = adapt or (lambda array: array)  # issue 6: tensors for torch / jax submissions
+    adapt = adapt or (lambda array: array)  # Tensors for torch / jax submissions
     for probe in probes:
         name = probe["name"]
         for call in range(int(probe.get("repeat", 1))):
