@@ -51,3 +51,12 @@ def test_heat_map_marks_and_bounds() -> None:
     lines = text_of(matrix_text(big)).splitlines()
     assert len(lines) == MAX_SIZE and all(len(line.rstrip()) <= 2 * MAX_SIZE for line in lines)
     assert lines[0].startswith("??") and lines[1].startswith("--") and lines[2].startswith("!!") and lines[3].startswith("██")
+
+
+def test_a_report_served_from_the_cache_keeps_its_heat_map(grade_path) -> None:  # type: ignore[no-untyped-def]
+    from grader.report.jsonfmt import report_from_dict
+
+    report = grade_path(EXAMPLES / "seed_buggy.py")
+    again = report_from_dict(json.loads(json.dumps(report_dict(report))), report.suite)
+    assert "weights of head64/identity" in text_of(render(again), width=300)
+    assert text_of(render(again), width=300).count("░") == text_of(render(report), width=300).count("░")

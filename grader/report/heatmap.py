@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.checks.base import CaseResult
+from grader.probes import FRESH_PREFIX
 from grader.report.model import Report
 
 MAX_SIZE = 12
@@ -49,9 +50,10 @@ def matrix_text(weights: np.ndarray) -> Text:
 
 
 def _most_telling_failure(report: Report) -> CaseResult | None:
-    """The failing weights comparison that shows most: a single sequence that fits uncut, with the
-    largest difference (a wrong scale shows most at a large d_k)."""
-    found: list[tuple[tuple[bool, bool, float], int, CaseResult]] = []
+    """The failing weights comparison that shows most: a stored case before a fresh one (the same
+    picture on every run), a single sequence that fits uncut, with the largest difference (a wrong
+    scale shows most at a large d_k)."""
+    found: list[tuple[tuple[bool, bool, bool, float], int, CaseResult]] = []
     for check in report.checks:
         for case in check.cases:
             if case.what != "weights" or case.passed or case.actual is None or case.expected is None:
@@ -59,7 +61,8 @@ def _most_telling_failure(report: Report) -> CaseResult | None:
             if case.actual.shape == case.expected.shape and case.actual.ndim >= 2 and case.actual.dtype.kind in "fiu":
                 fits = max(case.actual.shape[-2:]) <= MAX_SIZE
                 diff = case.mismatch.max_abs if case.mismatch is not None and math.isfinite(case.mismatch.max_abs) else math.inf
-                found.append(((case.actual.ndim == 2, fits, diff), len(found), case))
+                stored = not case.case.startswith(FRESH_PREFIX)
+                found.append(((stored, case.actual.ndim == 2, fits, diff), len(found), case))
     return max(found, key=lambda f: (f[0], -f[1]))[2] if found else None
 
 

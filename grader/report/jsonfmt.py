@@ -59,9 +59,34 @@ def check_dict(check: CheckResult) -> dict[str, Any]:
         "figures": _plain(check.figures),
         "cases": [
             {"case": c.case, "probe": c.probe, "what": c.what, "passed": c.passed, "summary": c.summary, "mismatch": c.mismatch.as_dict() if c.mismatch else None}
+            | _matrices(c)
             for c in check.cases
         ],
     }
+
+
+# A failed weights comparison keeps a corner of both matrices (the first batch element, at most
+# HEATMAP_SIZE square): enough for the terminal heat map of a report served from the cache.
+HEATMAP_SIZE = 12
+
+
+def _corner(array: np.ndarray) -> np.ndarray:
+    return array[(0,) * (array.ndim - 2)][:HEATMAP_SIZE, :HEATMAP_SIZE]
+
+
+def _matrices(case: CaseResult) -> dict[str, Any]:
+    if case.what != "weights" or case.passed or case.actual is None or case.expected is None or case.actual.ndim < 2:
+        return {}
+    if case.actual.shape != case.expected.shape or case.actual.dtype.kind not in "fiu":
+        return {}
+    return {"matrices": {"actual": _plain(_corner(case.actual).astype(float).tolist()), "expected": _plain(_corner(case.expected).tolist())}}
+
+
+def _matrix(data: Any) -> np.ndarray:
+    rows = [[_number(v) for v in row] for row in data] if isinstance(data, list) and all(isinstance(r, list) for r in data) else None
+    if not rows or len({len(r) for r in rows}) != 1 or len(rows) > HEATMAP_SIZE or len(rows[0]) > HEATMAP_SIZE:
+        raise ValueError("bad matrix")
+    return np.array(rows, dtype=np.float64)
 
 
 def diagnosis_dict(d: Diagnosis) -> dict[str, Any]:
@@ -186,6 +211,15 @@ def _mismatch_from_dict(data: Any) -> Mismatch | None:
     )
 
 
+def _matrices_from_dict(data: Any) -> dict[str, np.ndarray]:
+    if data is None:
+        return {}
+    actual, expected = _matrix(_get(data, "actual", list)), _matrix(_get(data, "expected", list))
+    if actual.shape != expected.shape:
+        raise ValueError("matrices of different shapes")
+    return {"actual": actual, "expected": expected}
+
+
 def _check_from_dict(data: Any) -> CheckResult:
     outcome = _get(data, "outcome", str)
     if outcome not in ("passed", "failed", "skipped", "error"):
@@ -198,6 +232,7 @@ def _check_from_dict(data: Any) -> CheckResult:
             passed=_get(c, "passed", bool),
             summary=_get(c, "summary", str),
             mismatch=_mismatch_from_dict(c.get("mismatch")),
+            **_matrices_from_dict(c.get("matrices")),
         )
         for c in _get(data, "cases", list)
     )
