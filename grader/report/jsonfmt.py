@@ -79,7 +79,8 @@ def _matrices(case: CaseResult) -> dict[str, Any]:
         return {}
     if case.actual.shape != case.expected.shape or case.actual.dtype.kind not in "fiu":
         return {}
-    return {"matrices": {"actual": _plain(_corner(case.actual).astype(float).tolist()), "expected": _plain(_corner(case.expected).tolist())}}
+    leading = case.actual.ndim - 2  # kept, so a batched case still ranks as one in the heat map
+    return {"matrices": {"actual": _plain(_corner(case.actual).astype(float).tolist()), "expected": _plain(_corner(case.expected).tolist()), "leading_axes": leading}}
 
 
 def _matrix(data: Any) -> np.ndarray:
@@ -215,9 +216,11 @@ def _matrices_from_dict(data: Any) -> dict[str, np.ndarray]:
     if data is None:
         return {}
     actual, expected = _matrix(_get(data, "actual", list)), _matrix(_get(data, "expected", list))
-    if actual.shape != expected.shape:
-        raise ValueError("matrices of different shapes")
-    return {"actual": actual, "expected": expected}
+    leading = _get(data, "leading_axes", int)
+    if actual.shape != expected.shape or not 0 <= leading <= 6:
+        raise ValueError("bad matrices")
+    shape = (1,) * leading + actual.shape
+    return {"actual": actual.reshape(shape), "expected": expected.reshape(shape)}
 
 
 def _check_from_dict(data: Any) -> CheckResult:
