@@ -245,6 +245,19 @@ def test_threads_are_reported_and_do_not_crash(box: Box) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
+def try_connect(family: int, address: Any) -> str:
+    """"connected", or the error a bounded connect attempt ended with."""
+    client = socket.socket(family, socket.SOCK_STREAM)
+    client.settimeout(2.0)
+    try:
+        client.connect(address)
+        return "connected"
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        client.close()
+
+
 @pytest.mark.parametrize(
     "only",
     [None, {"network-namespace"}, {"landlock-net"}],
@@ -258,16 +271,7 @@ def test_tcp_connect_to_a_local_listener_is_blocked(box: Box, only: set[str] | N
 
     def body() -> dict[str, Any]:
         layers = apply_isolation(box.policy(), only=only)
-        client = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        client.settimeout(2.0)
-        try:
-            client.connect(("127.0.0.1", port))
-            outcome = "connected"
-        except OSError as exc:
-            outcome = f"{type(exc).__name__}: {exc}"
-        finally:
-            client.close()
-        return {"layers": layers_json(layers), "outcome": outcome}
+        return {"layers": layers_json(layers), "outcome": try_connect(socket.AF_INET, ("127.0.0.1", port))}
 
     try:
         result = in_child(body)
@@ -289,16 +293,7 @@ def test_abstract_unix_socket_of_the_grader_is_unreachable(box: Box) -> None:
 
     def body() -> dict[str, Any]:
         layers = apply_isolation(box.policy(), only={"landlock-signal"})
-        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        client.settimeout(2.0)
-        try:
-            client.connect(name)
-            outcome = "connected"
-        except OSError as exc:
-            outcome = f"{type(exc).__name__}: {exc}"
-        finally:
-            client.close()
-        return {"layers": layers_json(layers), "outcome": outcome}
+        return {"layers": layers_json(layers), "outcome": try_connect(socket.AF_UNIX, name)}
 
     try:
         result = in_child(body)

@@ -36,7 +36,7 @@ from grader.observation import (
 )
 from grader.probes import Probe
 from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
-from grader.sandbox.forkserver import ForkedWorker, ForkServer
+from grader.sandbox.forkserver import EXIT_GRACE_S, ForkedWorker, ForkServer
 from grader.sandbox.isolation import Layer, missing_guarantees, why_missing
 from grader.sandbox.policy import SandboxSettings, request_meta
 from grader.sandbox.protocol import ProtocolError, decode, encode
@@ -142,9 +142,6 @@ def _writer(fd: int, data: bytes) -> None:
         pass  # the worker died before reading its request; its exit status tells why
     finally:
         os.close(fd)
-
-
-EXIT_GRACE_S = 2.0  # after its pipes closed, a worker has nothing left to do but exit
 
 
 def _exits_by(pid: int, deadline: float) -> bool:
