@@ -9,25 +9,29 @@ The CLI is a thin layer over :func:`grade`; everything here can be used from Pyt
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
-from grader.checks import run_checks
-from grader.diagnosis.engine import diagnose
-from grader.diagnosis.locate import attach_locations
 from grader.frameworks import compile_allowance
 from grader.notebook import remap_run
 from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, WorkerRun
 from grader.probes import Probe, build_probes
 from grader.refdata import ReferenceSet, load_default_suite, load_references
-from grader.report.model import Report
-from grader.returns import split_returns
 from grader.sandbox.forkserver import ForkServer
 from grader.sandbox.policy import SandboxSettings
 from grader.sandbox.runner import WorkerLimits, run_submission
-from grader.submission import Unloadable, prepare_submission
+from grader.submission import Submission, Unloadable, prepare_submission
 from grader.suite import Suite
+
+if TYPE_CHECKING:
+    from grader.report.model import Report
+
+# What judging needs and observing does not. Imported on first use, not with this module, so that
+# a single cold `grade` can import them in the background while its one worker runs (see
+# warm_judgement): about a third of a cold start's imports.
+JUDGEMENT_MODULES = ("grader.checks", "grader.diagnosis.engine", "grader.diagnosis.locate", "grader.returns", "grader.report.model")
 
 # How long importing torch / jax may take before the submission's own clock starts
 # (measured: about 2 s for torch and 1 s for JAX on 2 cores; generous for a loaded CI machine).
@@ -84,39 +88,61 @@ def _unloadable_run(problem: Unloadable) -> WorkerRun:
     return WorkerRun("completed", load, {}, CapturedOutput("", 0, 0), 0.0)
 
 
-def grade_file(path: Path, prepared: Prepared, root: Path | None = None, *, forkserver: ForkServer | None = None) -> Report:
-    """Grade one submission file (.py or notebook): run it in a worker (forked by ``forkserver``
-    if given), check, diagnose. ``root`` is the candidate's folder when the file belongs to a
-    repository checkout."""
-    suite = prepared.suite
+@dataclass(frozen=True)
+class Observed:
+    """What the worker did with one submission, before any judgement: the grader's first half."""
+
+    path: Path
+    root: Path | None  # the candidate's folder when the file belongs to a repository checkout
+    submission: Submission | Unloadable
+    run: WorkerRun
+    extra: dict[str, object]
+
+
+def observe(path: Path, prepared: Prepared, root: Path | None = None, *, forkserver: ForkServer | None = None, on_spawned: Callable[[], None] | None = None) -> Observed:
+    """Run one submission file (.py or notebook) in a worker (forked by ``forkserver`` if given)
+    and collect what it did; ``on_spawned`` is called once the worker runs. Nothing here
+    compares anything with the references."""
     submission = prepare_submission(path, prepared.framework, root)
     extra: dict[str, object] = {}
     if isinstance(submission, Unloadable):
-        run = _unloadable_run(submission)
-    else:
-        limits = prepared.limits
-        if submission.framework != "numpy":
-            shapes = {(p.Q.shape, p.K.shape, p.V.shape, None if p.mask is None else p.mask.shape) for p in prepared.probes}
-            limits = replace(limits, startup_s=FRAMEWORK_STARTUP_S, timeout_s=limits.timeout_s + compile_allowance(submission.framework, len(shapes)))
-        sandbox = prepared.sandbox
-        if submission.framework != "numpy":
-            sandbox = replace(sandbox, processes=max(sandbox.processes, FRAMEWORK_PROCESSES))
-        run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver)
-        if submission.notebook is not None:
-            run = remap_run(run, submission.notebook, str(path.resolve().relative_to(submission.plan.root)))
-            extra["notebook_code_cells"] = submission.notebook.code_cells
+        return Observed(path, root, submission, _unloadable_run(submission), extra)
+    limits = prepared.limits
+    if submission.framework != "numpy":
+        shapes = {(p.Q.shape, p.K.shape, p.V.shape, None if p.mask is None else p.mask.shape) for p in prepared.probes}
+        limits = replace(limits, startup_s=FRAMEWORK_STARTUP_S, timeout_s=limits.timeout_s + compile_allowance(submission.framework, len(shapes)))
+    sandbox = prepared.sandbox
+    if submission.framework != "numpy":
+        sandbox = replace(sandbox, processes=max(sandbox.processes, FRAMEWORK_PROCESSES))
+    run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver, on_spawned=on_spawned)
+    if submission.notebook is not None:
+        run = remap_run(run, submission.notebook, str(path.resolve().relative_to(submission.plan.root)))
+        extra["notebook_code_cells"] = submission.notebook.code_cells
+    extra["framework"] = submission.framework
+    if root is not None:
+        extra["candidate"] = str(root)
+    return Observed(path, root, submission, run, extra)
+
+
+def judge(observed: Observed, prepared: Prepared) -> Report:
+    """Check and diagnose what ``observe`` collected: the grader's second half."""
+    from grader.checks import run_checks
+    from grader.diagnosis.engine import diagnose
+    from grader.diagnosis.locate import attach_locations
+    from grader.report.model import Report
+    from grader.returns import split_returns
+
+    suite, submission, run, extra = prepared.suite, observed.submission, observed.run, dict(observed.extra)
+    if not isinstance(submission, Unloadable):
         run, order = split_returns(run, prepared.probes)
-        extra["framework"] = submission.framework
         if order is not None:
             extra["returns"] = "(output, weights)" if order == "output-first" else "(weights, output)"
-        if root is not None:
-            extra["candidate"] = str(root)
     checks = run_checks(suite, prepared.refs, run, prepared.probes)
     notebook = None if isinstance(submission, Unloadable) else submission.notebook
-    diagnoses = attach_locations(path, diagnose(suite, prepared.probes, run, checks), prepared.function, notebook)
+    diagnoses = attach_locations(observed.path, diagnose(suite, prepared.probes, run, checks), prepared.function, notebook)
     passed = all(c.passed for c in checks) and not any(d.severity == "error" for d in diagnoses)
     return Report(
-        path=str(path),
+        path=str(observed.path),
         function=prepared.function,
         suite=suite.name,
         passed=passed,
@@ -132,7 +158,46 @@ def grade_file(path: Path, prepared: Prepared, root: Path | None = None, *, fork
     )
 
 
+def grade_file(path: Path, prepared: Prepared, root: Path | None = None, *, forkserver: ForkServer | None = None) -> Report:
+    """Grade one submission file (.py or notebook): observe it in a worker, then judge."""
+    return judge(observe(path, prepared, root, forkserver=forkserver), prepared)
+
+
+class JudgementWarmer:
+    """Imports what judging needs (and ``more`` modules: the reporter's) in a background thread.
+
+    Pass ``start`` as observe's ``on_spawned``: from then on the observing thread only waits on
+    the worker's pipes, with the interpreter lock released, so the imports cost no time of their
+    own; started earlier they would compete with building the worker's request. Call ``wait``
+    before judging. Imports in two threads are safe: each module has its own import lock, and the
+    observing side imports nothing new while it waits."""
+
+    def __init__(self, *more: str) -> None:
+        self.modules = (*JUDGEMENT_MODULES, *more)
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._load, name="warm-judgement", daemon=True)
+            self.thread.start()
+
+    def _load(self) -> None:
+        import importlib
+
+        for name in self.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the import on first use reports it, in its place
+                return
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
 def error_report(path: Path, prepared: Prepared, message: str) -> Report:
+    from grader.report.model import Report
+
     return Report(
         path=str(path), function=prepared.function, suite=prepared.suite.name, passed=False, score=0.0,
         max_score=prepared.suite.max_score, checks=(), diagnoses=(), output=CapturedOutput("", 0, 0),

@@ -18,16 +18,18 @@ import os
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from grader.api import Prepared, error_report, grade_file
-from grader.cache import ResultCache
+from grader.api import JudgementWarmer, Observed, Prepared, error_report, judge, observe
 from grader.discover import Submission, TooLarge
 from grader.errors import GraderError
-from grader.report.model import Report
 from grader.sandbox.forkserver import ForkServer
 
-OnResult = Callable[[int, Report], None]
+if TYPE_CHECKING:  # the report side is imported while the first worker runs (warm_judgement)
+    from grader.cache import ResultCache
+    from grader.report.model import Report
+
+OnResult = Callable[[int, "Report"], None]
 
 
 def default_jobs() -> int:
@@ -61,15 +63,30 @@ def _labelled(report: Report, submission: Submission, cached: bool = False) -> R
 def grade_one(submission: Submission, prepared: Prepared, forkserver: ForkServer | None) -> tuple[Report, bool]:
     """The report, and whether it may be cached: not a failure of the grader itself, and not a
     timeout, which depends on how loaded the machine was."""
+    observed = _observe_one(submission, prepared, forkserver)
+    return observed if isinstance(observed, tuple) else _judge_one(observed, prepared)
+
+
+def _observe_one(submission: Submission, prepared: Prepared, forkserver: ForkServer | None, on_spawned: Callable[[], None] | None = None) -> Observed | tuple[Report, bool]:
+    """The worker's half of grade_one, or the finished (uncacheable) report when it failed."""
     if submission.file is None:
         return error_report(Path(submission.label), prepared, submission.error or "nothing to grade"), False
     try:
-        report = grade_file(submission.file, prepared, root=submission.folder, forkserver=forkserver)
-        return report, report.worker_status != "timeout"
+        return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, on_spawned=on_spawned)
     except GraderError as exc:
         return error_report(submission.file, prepared, str(exc)), False
     except Exception as exc:  # a bug of ours on this one submission: report it, grade the rest
         return error_report(submission.file, prepared, f"internal error of the grader: {type(exc).__name__}: {exc}"), False
+
+
+def _judge_one(observed: Observed, prepared: Prepared) -> tuple[Report, bool]:
+    try:
+        report = judge(observed, prepared)
+        return report, report.worker_status != "timeout"
+    except GraderError as exc:
+        return error_report(observed.path, prepared, str(exc)), False
+    except Exception as exc:  # see _observe_one
+        return error_report(observed.path, prepared, f"internal error of the grader: {type(exc).__name__}: {exc}"), False
 
 
 def run_batch(
@@ -80,7 +97,17 @@ def run_batch(
     jobs: int = 1,
     cache: ResultCache | None = None,
     forkserver: ForkServer | None = None,
+    warm: tuple[str, ...] = (),
 ) -> BatchOutcome:
+    """Grade ``submissions`` with at most ``jobs`` workers running at once. ``warm`` names more
+    modules to import while the first worker runs (the reporter's).
+
+    Observing (a worker runs the submission) and judging (checks and diagnosis, in this process)
+    are pipelined: a thread that has collected its worker's results gives up its worker slot
+    before it judges, so the next worker starts while this process judges. Judging holds the
+    interpreter lock and workers are separate processes; together they keep every core busy,
+    where one slot per submission from start to report would leave a core idle whenever the
+    threads happen to be judging at the same time."""
     reports: dict[int, Report] = {}
     stopping = threading.Event()
 
@@ -116,21 +143,32 @@ def run_batch(
 
     if jobs <= 1 or len(todo) <= 1:
         # In this thread: no pool to start for one submission (the cold single-file case), and
-        # Ctrl-C reaches run_submission, whose cleanup kills the worker.
+        # Ctrl-C reaches run_submission, whose cleanup kills the worker. The first worker's run
+        # is time enough to import what judging needs.
+        warmer = JudgementWarmer(*warm)
         try:
             for index, key in todo:
-                finished(index, key, *grade_one(submissions[index], prepared, forkserver))
+                observed = _observe_one(submissions[index], prepared, forkserver, warmer.start)
+                warmer.wait()
+                finished(index, key, *(observed if isinstance(observed, tuple) else _judge_one(observed, prepared)))
         except KeyboardInterrupt:
             return BatchOutcome(reports, True, len(submissions))
         return BatchOutcome(reports, False, len(submissions))
     import concurrent.futures as futures  # here: a single submission does without
 
+    slots = threading.BoundedSemaphore(jobs)
+
     def work(index: int) -> tuple[Report, bool]:
         if stopping.is_set():
             raise futures.CancelledError
-        return grade_one(submissions[index], prepared, forkserver)
+        with slots:
+            if stopping.is_set():
+                raise futures.CancelledError
+            observed = _observe_one(submissions[index], prepared, forkserver)
+        return observed if isinstance(observed, tuple) else _judge_one(observed, prepared)
 
-    pool = futures.ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="grade")
+    # Twice as many threads as slots: while one thread judges, another holds its slot.
+    pool = futures.ThreadPoolExecutor(max_workers=2 * jobs, thread_name_prefix="grade")
     pending = {pool.submit(work, index): (index, key) for index, key in todo}
     try:
         # as_completed waits on every future once (a wait() per result would be quadratic), and

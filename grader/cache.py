@@ -22,13 +22,14 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader import __version__
-from grader.api import Prepared
 from grader.fsutil import write_atomically
-from grader.report.jsonfmt import report_dict, report_from_dict
-from grader.report.model import Report
+
+if TYPE_CHECKING:  # imported where used: a cold run that finds nothing cached does without them
+    from grader.api import Prepared
+    from grader.report.model import Report
 
 FORMAT = 1
 
@@ -76,7 +77,12 @@ class ResultCache:
 
     def get(self, key: str, suite_name: str) -> Report | None:
         try:
-            entry = json.loads(self._path(key).read_bytes())
+            path = self._path(key)
+            if not path.exists():
+                return None
+            from grader.report.jsonfmt import report_from_dict
+
+            entry = json.loads(path.read_bytes())
             if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key:
                 return None
             report = report_from_dict(entry.get("report"), suite_name)
@@ -88,6 +94,8 @@ class ResultCache:
     def put(self, key: str, report: Report) -> None:
         if self.problem is not None:
             return
+        from grader.report.jsonfmt import report_dict
+
         data = {"format": FORMAT, "key": key, "report": report_dict(report)}
         path = self._path(key)
         try:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from grader import __version__
 from grader.errors import ExitCode, GraderError, UsageError
+
+if TYPE_CHECKING:
+    from grader.report.model import Report
+    from grader.sandbox.forkserver import ForkServer
 
 # The formats of grader.report.base.FORMATS, repeated here so that `grade --help` imports nothing.
 FORMATS = ("text", "json", "junit", "gradescope", "csv", "markdown", "github")
@@ -118,8 +122,9 @@ def check_command(
         check_writable(spec.path)  # before grading: a bad output path must not cost a whole batch
     from grader.sandbox.forkserver import ForkServer
 
-    # Started before the heavy imports below, so that its own numpy import runs meanwhile.
-    server = ForkServer.start()
+    # Started by grader.launch before click was imported, or now, before the heavy imports below:
+    # either way its own numpy import runs meanwhile.
+    server = _EARLY.pop() if _EARLY else ForkServer.start()
     try:
         from grader.api import Options
 
@@ -138,9 +143,8 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
     from grader.batch import default_jobs, run_batch
     from grader.discover import Rule, discover
     from grader.refdata import load_default_suite
-    from grader.report.base import RunInfo, make_reporter
+    from grader.report.base import REPORTER_MODULES, Reporter, RunInfo, make_reporter
     from grader.report.files import render_document, write_report_file
-    from grader.report.model import Report
     from grader.suite import load_suite
 
     suite = load_suite(suite_path) if suite_path else load_default_suite()
@@ -155,7 +159,14 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
         cache = ResultCache.for_run(prepared, cache_dir)
     in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
     info = RunInfo(prepared.suite.name, prepared.suite.max_score, quiet=quiet)
-    stdout = make_reporter(fmt, sys.stdout, info)  # type: ignore[arg-type]
+    made: list[Reporter] = []
+
+    def stdout() -> Reporter:
+        """Made on first use: by then its module was imported while the first worker ran."""
+        if not made:
+            made.append(make_reporter(fmt, sys.stdout, info))  # type: ignore[arg-type]
+        return made[0]
+
     # Under GitHub Actions, nothing the text report prints may act as a workflow command (a
     # candidate's path or printed text could start a line with "::error"): the runner's
     # stop-commands switch covers it. Other formats leave stdout an exact document.
@@ -166,23 +177,23 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
     def on_result(index: int, report: Report) -> None:
         nonlocal failures
         failures += not report.passed
-        if stdout.streaming:
-            stdout.add(report)
+        if stdout().streaming:
+            stdout().add(report)
         if bar is not None:
             bar.update(bar.task_ids[0], advance=1, failed=failures)
 
     if bar is not None:
         bar.start()
     try:
-        outcome = run_batch(submissions, prepared, on_result, jobs=jobs or default_jobs(), cache=cache, forkserver=server)
+        outcome = run_batch(submissions, prepared, on_result, jobs=jobs or default_jobs(), cache=cache, forkserver=server, warm=(REPORTER_MODULES[fmt],))
     finally:
         if bar is not None:
             bar.stop()
     reports = outcome.ordered()
-    if not stdout.streaming:
+    if not stdout().streaming:
         for report in reports:
-            stdout.add(report)
-    stdout.finish()
+            stdout().add(report)
+    stdout().finish()
     if fmt != "text" and not quiet and len(reports) > 1 and sys.stderr.isatty():
         from rich.console import Console
 
@@ -355,5 +366,34 @@ def fail(message: str, code: ExitCode) -> NoReturn:
     sys.exit(int(code))
 
 
-def main() -> None:
-    cli.main()
+# The fork server grader.launch started early, until the grading command takes it.
+_EARLY: list[ForkServer] = []
+
+
+def main(early: ForkServer | None = None) -> None:
+    """Run the command (``early``: a fork server already starting, see grader.launch). Ends with
+    os._exit once stdout and stderr are flushed: every report file is written and closed by then,
+    and the interpreter's own teardown (freeing every module and object one by one, stopping
+    numpy's thread pool) would add about a tenth of a second to each run for nothing."""
+    import os
+
+    if early is not None:
+        _EARLY.append(early)
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, (int, type(None))):
+            print(exc.code, file=sys.stderr)
+    for server in _EARLY:  # not taken: nothing was graded
+        server.close()
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # a closed or broken stdout (grade ... | head): nothing to add
+        pass
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)

@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import json
 import math
 import os
@@ -484,6 +485,13 @@ def default_readable_paths(*extra: str) -> tuple[str, ...]:
     modules dlopen libz, libffi, ... on first import). Never the current folder or sys.path[0],
     which may be the grader's source tree with its references. Add the submission's folder.
     """
+    return tuple(_outermost([*_interpreter_paths(), *_existing(extra)]))
+
+
+@functools.lru_cache(maxsize=1)
+def _interpreter_paths() -> tuple[str, ...]:
+    """The fixed part of default_readable_paths, resolved once per process (a batch asks for it
+    once per submission)."""
     candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
     paths = sysconfig.get_paths()
     candidates += [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
@@ -492,8 +500,7 @@ def default_readable_paths(*extra: str) -> tuple[str, ...]:
     except AttributeError:
         pass  # old virtualenv's site module
     candidates += ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache"]
-    candidates += list(extra)
-    return tuple(_outermost(_existing(candidates)))
+    return tuple(_existing(candidates))
 
 
 def _carve(root: str, hidden: list[str]) -> tuple[list[str], list[str]]:

@@ -15,6 +15,7 @@ request and computes nothing from the submission, whose code it has not loaded y
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -38,7 +39,13 @@ class SandboxSettings:
 
 
 def hidden_paths(extra: Iterable[str | Path] = ()) -> tuple[str, ...]:
-    candidates = [PACKAGE_DIR, default_reference_dir(), default_suite_path().parent, *extra]
+    return _hidden_paths(tuple(str(path) for path in extra))
+
+
+@functools.lru_cache(maxsize=8)
+def _hidden_paths(extra: tuple[str, ...]) -> tuple[str, ...]:
+    # Once per run, not once per submission: the grader's own folders do not move while it runs.
+    candidates: list[str | Path] = [PACKAGE_DIR, default_reference_dir(), default_suite_path().parent, *extra]
     found: list[str] = []
     for path in candidates:
         resolved = str(Path(path).resolve())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,12 +42,19 @@ def _dtype_name(array: np.ndarray) -> str:
     return str(dtype.str)
 
 
-def encode(meta: dict[str, Any], arrays: dict[str, np.ndarray] | None = None) -> bytes:
-    """One frame holding ``meta`` (JSON-able) and ``arrays`` (numeric numpy arrays)."""
+@dataclass(frozen=True)
+class EncodedArrays:
+    """Arrays already laid out for a frame: encode once, send in many frames."""
+
+    entries: list[dict[str, Any]]
+    data: bytes
+
+
+def encode_arrays(arrays: dict[str, np.ndarray]) -> EncodedArrays:
     entries = []
     chunks = []
     offset = 0
-    for name, array in (arrays or {}).items():
+    for name, array in arrays.items():
         data = np.ascontiguousarray(array)
         if data.dtype.byteorder == ">":
             data = data.astype(data.dtype.newbyteorder("<"))
@@ -54,8 +62,14 @@ def encode(meta: dict[str, Any], arrays: dict[str, np.ndarray] | None = None) ->
         entries.append({"name": name, "dtype": _dtype_name(data), "shape": list(data.shape), "offset": offset, "nbytes": len(raw)})
         chunks.append(raw)
         offset += len(raw)
-    header = json.dumps({"meta": meta, "arrays": entries}, allow_nan=True).encode("utf-8")
-    body = MAGIC + struct.pack("<I", len(header)) + header + b"".join(chunks)
+    return EncodedArrays(entries, b"".join(chunks))
+
+
+def encode(meta: dict[str, Any], arrays: dict[str, np.ndarray] | EncodedArrays | None = None) -> bytes:
+    """One frame holding ``meta`` (JSON-able) and ``arrays`` (numeric numpy arrays)."""
+    laid_out = arrays if isinstance(arrays, EncodedArrays) else encode_arrays(arrays or {})
+    header = json.dumps({"meta": meta, "arrays": laid_out.entries}, allow_nan=True).encode("utf-8")
+    body = MAGIC + struct.pack("<I", len(header)) + header + laid_out.data
     return struct.pack("<I", len(body)) + body
 
 

@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from grader.errors import SandboxError, SandboxUnavailable
 from grader.observation import (
@@ -39,7 +39,7 @@ from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
 from grader.sandbox.forkserver import EXIT_GRACE_S, ForkedWorker, ForkServer
 from grader.sandbox.isolation import Layer, missing_guarantees, why_missing
 from grader.sandbox.policy import SandboxSettings, request_meta
-from grader.sandbox.protocol import ProtocolError, decode, encode
+from grader.sandbox.protocol import EncodedArrays, ProtocolError, decode, encode, encode_arrays
 
 # BASE_ENV and PACKAGE_ROOT live in env.py, which the fork server shares without importing numpy.
 WORKER_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.worker import entry; entry(sys.argv[1:])"
@@ -56,7 +56,16 @@ class WorkerLimits:
     startup_s: float = 0.0
 
 
-def build_request(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits, sandbox: dict[str, Any], how: dict[str, Any] | None = None) -> bytes:
+# The probes' arrays as laid out for the last probes seen: every submission of a run gets the same
+# inputs, so a batch lays them out once. Probes are frozen; holding them keeps their ids unique.
+_LAID_OUT: list[tuple[tuple[Probe, ...], EncodedArrays]] = []
+_LAID_OUT_LOCK = threading.Lock()
+
+
+def _probe_arrays(probes: list[Probe]) -> EncodedArrays:
+    with _LAID_OUT_LOCK:
+        if _LAID_OUT and len(_LAID_OUT[0][0]) == len(probes) and all(a is b for a, b in zip(_LAID_OUT[0][0], probes)):
+            return _LAID_OUT[0][1]
     arrays = {}
     for probe in probes:
         arrays[f"{probe.name}.Q"] = probe.Q
@@ -64,6 +73,13 @@ def build_request(submission: Path, function: str, probes: list[Probe], limits: 
         arrays[f"{probe.name}.V"] = probe.V
         if probe.mask is not None:  # Masked probes
             arrays[f"{probe.name}.mask"] = probe.mask
+    laid_out = encode_arrays(arrays)
+    with _LAID_OUT_LOCK:
+        _LAID_OUT[:] = [(tuple(probes), laid_out)]
+    return laid_out
+
+
+def build_request(submission: Path, function: str, probes: list[Probe], limits: WorkerLimits, sandbox: dict[str, Any], how: dict[str, Any] | None = None) -> bytes:
     meta = {
         "submission": str(submission),
         "function": function,
@@ -76,7 +92,7 @@ def build_request(submission: Path, function: str, probes: list[Probe], limits: 
         "sandbox": sandbox,
         **(how or {}),  # "framework" and the load "plan" (notebook source, package module)
     }
-    return encode(meta, arrays)
+    return encode(meta, _probe_arrays(probes))
 
 
 class _OutputSink:
@@ -193,9 +209,10 @@ def run_submission(
     how: dict[str, Any] | None = None,
     *,
     forkserver: ForkServer | None = None,
+    on_spawned: Callable[[], None] | None = None,
 ) -> WorkerRun:
     """Run one submission on ``probes`` in a fresh worker process (forked by ``forkserver`` when
-    given and working). Raises SandboxError only when the worker cannot be started at all, and
+    given and working); ``on_spawned`` is called once the worker runs and has its request. Raises SandboxError only when the worker cannot be started at all, and
     SandboxUnavailable in strict mode when the worker lacked a guarantee (it then never loaded
     the submission); everything the submission does is in the WorkerRun."""
     sandbox = sandbox or SandboxSettings()
@@ -228,6 +245,8 @@ def run_submission(
     os.close(req_r)
     os.close(res_w)
     threading.Thread(target=_writer, args=(req_w, request), daemon=True).start()
+    if on_spawned is not None:
+        on_spawned()
     try:
         run = _collect(proc, res_r, limits, started)
         if sandbox.strict and missing_guarantees(run.sandbox):

@@ -1,0 +1,170 @@
+"""How a run is laid out for speed, asserted as behaviour (speed itself is measured by
+benchmarks/throughput.py): workers bounded by --jobs while judging overlaps them, the probes'
+arrays laid out once per run, the judging side imported in the background, and the `grade`
+process started without the modules it does not need yet."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import grader.batch as batch
+from conftest import EXAMPLES, ROOT
+from grader.api import JUDGEMENT_MODULES, JudgementWarmer, prepare
+from grader.discover import Submission
+from grader.launch import will_grade
+from grader.sandbox.protocol import decode
+from grader.sandbox.runner import WorkerLimits, build_request
+
+
+def _submission(path: Path) -> Submission:
+    return Submission(label=str(path), file=path, folder=None, error=None)
+
+
+def test_no_more_workers_than_jobs_and_judging_overlaps(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """At most --jobs submissions are observed at once; a submission being judged holds no slot."""
+    lock = threading.Lock()
+    observing = judging = 0
+    most_observing = 0
+    overlapped = threading.Event()
+    prepared = prepare()
+    real = batch.grade_one(_submission(EXAMPLES / "correct.py"), prepared, None)[0]
+
+    def fake_observe(path: Path, prepared: object, root: object = None, **_: object) -> Path:
+        nonlocal observing, most_observing
+        with lock:
+            observing += 1
+            most_observing = max(most_observing, observing)
+            if judging and observing == 2:  # both slots busy while a third submission is judged
+                overlapped.set()
+        time.sleep(0.02)
+        with lock:
+            observing -= 1
+        return path
+
+    def fake_judge(observed: Path, prepared: object) -> object:
+        nonlocal judging
+        with lock:
+            judging += 1
+        time.sleep(0.03)
+        with lock:
+            judging -= 1
+        return replace(real, path=str(observed))
+
+    monkeypatch.setattr(batch, "observe", fake_observe)
+    monkeypatch.setattr(batch, "judge", fake_judge)
+    files = []
+    for i in range(12):
+        files.append(tmp_path / f"s{i}.py")
+        files[-1].write_text(f"# {i}\n")
+    seen: list[int] = []
+    outcome = batch.run_batch([_submission(f) for f in files], prepared, lambda index, report: seen.append(index), jobs=2)
+    assert sorted(seen) == list(range(12)) and not outcome.interrupted
+    assert [r.path for r in outcome.ordered()] == [str(f) for f in files]
+    assert most_observing == 2
+    assert overlapped.is_set()  # judging holds no slot
+
+
+def test_probe_arrays_are_laid_out_once_and_match_the_probes(tmp_path: Path) -> None:
+    prepared = prepare()
+    sandbox: dict[str, object] = {}
+    first = build_request(tmp_path / "a.py", "attention", prepared.probes, WorkerLimits(), sandbox)
+    second = build_request(tmp_path / "b.py", "attention", prepared.probes, WorkerLimits(), sandbox)
+    meta_a, arrays_a = decode(first[4:])
+    meta_b, arrays_b = decode(second[4:])
+    assert meta_a["submission"].endswith("a.py") and meta_b["submission"].endswith("b.py")
+    for probe in prepared.probes:
+        assert np.array_equal(arrays_a[f"{probe.name}.Q"], probe.Q) and np.array_equal(arrays_b[f"{probe.name}.V"], probe.V)
+    # Other probes (a new run) get their own arrays, never the previous run's.
+    changed = [replace(p, Q=p.Q + 1.0) if i == 0 else p for i, p in enumerate(prepared.probes)]
+    _, arrays_c = decode(build_request(tmp_path / "a.py", "attention", changed, WorkerLimits(), sandbox)[4:])
+    name = prepared.probes[0].name
+    assert np.array_equal(arrays_c[f"{name}.Q"], prepared.probes[0].Q + 1.0)
+
+
+def test_the_warmer_imports_the_judging_side_only_once_started() -> None:
+    code = (
+        "import sys\n"
+        "from grader.api import JudgementWarmer, JUDGEMENT_MODULES\n"
+        "warmer = JudgementWarmer('grader.report.text')\n"
+        "warmer.wait()  # never started: returns at once, imports nothing\n"
+        "assert not any(m in sys.modules for m in JUDGEMENT_MODULES), 'imported before start'\n"
+        "warmer.start(); warmer.start(); warmer.wait()\n"
+        "missing = [m for m in (*JUDGEMENT_MODULES, 'grader.report.text') if m not in sys.modules]\n"
+        "assert not missing, missing\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert JudgementWarmer().modules == JUDGEMENT_MODULES
+
+
+def test_observing_side_does_not_import_the_judging_side() -> None:
+    """A cold `grade` imports checks, diagnosis and the reporter while its worker runs; that only
+    helps if nothing before the worker starts imports them already."""
+    code = (
+        "import sys\n"
+        "import grader.batch, grader.cache, grader.cli\n"
+        f"early = [m for m in {JUDGEMENT_MODULES!r} + ('rich', 'grader.report.text', 'grader.report.jsonfmt') if m in sys.modules]\n"
+        "assert not early, early\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["sub.py"], True),
+        (["-j", "4", "-o", "junit=r.xml", "subs/"], True),
+        (["--candidate", "."], True),
+        ([], False),
+        (["--help"], False),
+        (["sub.py", "-h"], False),
+        (["--version"], False),
+        (["--explain", "scale-by-dk"], False),
+        (["--explain=S201"], False),
+        (["--sandbox-info"], False),
+        (["explain", "S201"], False),
+        (["references", "--verify"], False),
+        (["suite", "check", "s.yaml"], False),
+    ],
+)
+def test_the_fork_server_starts_early_only_for_a_grading_command(args: list[str], expected: bool) -> None:
+    assert will_grade(args) is expected
+
+
+def test_commands_without_grading_leave_no_fork_server_behind(tmp_path: Path) -> None:
+    """Usage errors after the early start (one click refuses before the command runs, one the
+    command finds): the server is killed before the process ends."""
+    before = _fork_servers()
+    result = subprocess.run([sys.executable, "-m", "grader", "--jobs", "0", str(tmp_path / "sub.py")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "--jobs" in result.stderr
+    assert not _fork_servers() - before
+    result = subprocess.run([sys.executable, "-m", "grader", str(tmp_path / "missing.py")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "no such file" in result.stderr
+    # At once: a server left running would end by itself too, once it finished starting and
+    # saw its grader gone; this asserts that `grade` ended it before exiting.
+    assert not _fork_servers() - before
+
+
+def _fork_servers() -> set[int]:
+    """The fork servers of this checkout running on the machine, but for this test process's own
+    (a fixture's): a server left by a finished `grade` has another parent."""
+    found = set()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+            ppid = int((cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if any(b"forkserver import serve" in arg for arg in args) and str(ROOT).encode() in args and ppid != os.getpid():
+            found.add(int(cmdline.parent.name))
+    return found
