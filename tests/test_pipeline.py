@@ -22,6 +22,7 @@ from grader.api import JUDGEMENT_MODULES, JudgementWarmer, prepare
 from grader.discover import Submission
 from grader.launch import will_grade
 from grader.sandbox.protocol import decode
+from grader.sandbox import runner
 from grader.sandbox.runner import WorkerLimits, build_request
 
 
@@ -168,3 +169,22 @@ def _fork_servers() -> set[int]:
         if any(b"forkserver import serve" in arg for arg in args) and str(ROOT).encode() in args and ppid != os.getpid():
             found.add(int(cmdline.parent.name))
     return found
+
+
+def test_request_pipes_are_sized_to_hold_a_request() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        assert runner._grow_pipe(write_end, 300_000) >= 300_000
+        # Best effort: past the ceiling the pipe keeps a size of its own, and says which.
+        assert runner._grow_pipe(write_end, 1 << 40) >= 300_000
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_request_larger_than_its_pipe_is_fed_by_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the kernel refuses to grow the pipe, the request still reaches the worker whole."""
+    monkeypatch.setattr(runner, "_grow_pipe", lambda fd, size: 0)
+    prepared = prepare()
+    report = batch.grade_one(_submission(EXAMPLES / "correct.py"), prepared, None)[0]
+    assert report.passed and report.worker_status == "completed"

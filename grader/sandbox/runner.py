@@ -8,6 +8,7 @@ results (framed, capped, validated). Reading never blocks past the deadline.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import selectors
 import shutil
@@ -142,6 +143,27 @@ class _ResultStream:
         return decode(body)
 
 
+# A pipe holds 64 KiB unless asked for more. Sized to hold the whole request (about 230 KiB of probe
+# arrays), the request is written in one go with no thread to feed it; sized for the usual
+# results, the worker never waits for this process to read them. In a batch both waits were for
+# the interpreter lock, which a judging thread holds for up to a switch interval at a time.
+PIPE_MAX_BYTES = 1 << 20  # the kernel's default ceiling for an unprivileged user
+RESULT_PIPE_BYTES = 1 << 18
+
+
+def _grow_pipe(fd: int, size: int) -> int:
+    """Ask for a pipe buffer of at least ``size`` bytes and return the size the pipe has. Best
+    effort: where the kernel refuses (the user's pipe budget is spent, another system), the pipe
+    keeps its size and the caller copes with that."""
+    try:
+        return int(fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, min(max(size, 1), PIPE_MAX_BYTES)))
+    except (AttributeError, OSError):
+        try:
+            return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+        except (AttributeError, OSError):
+            return 0
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -223,6 +245,8 @@ def run_submission(
     request = build_request(resolved, function, probes, limits, request_meta(resolved, workdir, sandbox, folders), how)
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
+    fits = _grow_pipe(req_w, len(request)) >= len(request)
+    _grow_pipe(res_w, RESULT_PIPE_BYTES)
     env = {**BASE_ENV, "HOME": workdir, "TMPDIR": workdir}
     try:
         proc: subprocess.Popen[bytes] | ForkedWorker | None = forkserver.spawn(req_r, res_w, workdir, env) if forkserver is not None else None
@@ -244,7 +268,10 @@ def run_submission(
         raise SandboxError(f"cannot start the worker: {exc}") from None
     os.close(req_r)
     os.close(res_w)
-    threading.Thread(target=_writer, args=(req_w, request), daemon=True).start()
+    if fits:
+        _writer(req_w, request)  # one write the pipe has room for: it cannot block
+    else:
+        threading.Thread(target=_writer, args=(req_w, request), daemon=True).start()
     if on_spawned is not None:
         on_spawned()
     try:
