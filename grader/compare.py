@@ -79,15 +79,25 @@ def compare(actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance) -> M
         bad = ~good
         nonfinite = int(np.count_nonzero(~np.isfinite(a)))
         mismatched = int(np.count_nonzero(bad))
-        masked = np.where(bad, np.nan_to_num(diff, nan=np.inf), -1.0)
-        flat = int(np.argmax(masked))
-        worst = tuple(int(i) for i in np.unravel_index(flat, e.shape))
         rel = np.where(bad & (e != 0), diff / np.abs(e), 0.0)
+        if np.isfinite(diff).all():
+            # The usual mismatch: with no NaN or inf to rank, the largest difference over the
+            # mismatched elements (all >= 0, the others -1 here) is both the worst and max_abs,
+            # and rel holds no NaN.
+            masked = np.where(bad, diff, -1.0)
+            flat = int(np.argmax(masked))
+            max_abs, max_rel = float(masked.flat[flat]), float(np.max(rel))
+        else:
+            masked = np.where(bad, np.nan_to_num(diff, nan=np.inf), -1.0)
+            flat = int(np.argmax(masked))
+            max_abs = float(np.max(np.where(bad, diff, 0.0))) if not np.isnan(diff[bad]).any() else float("nan")
+            max_rel = float(np.nanmax(rel)) if np.any(~np.isnan(rel)) else float("nan")  # NaN-only rows: no warning
+        worst = tuple(int(i) for i in np.unravel_index(flat, e.shape))
         return Mismatch(
             mismatched=mismatched,
             total=int(e.size),
-            max_abs=float(np.max(np.where(bad, diff, 0.0))) if not np.isnan(diff[bad]).any() else float("nan"),
-            max_rel=float(np.nanmax(rel)) if np.any(~np.isnan(rel)) else float("nan"),  # NaN-only rows: no warning
+            max_abs=max_abs,
+            max_rel=max_rel,
             worst_index=worst,
             actual=float(a[worst]),
             expected=float(e[worst]),

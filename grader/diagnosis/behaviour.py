@@ -46,8 +46,11 @@ def _change(sent: np.ndarray, after: np.ndarray) -> tuple[str, dict[str, Any]] |
     if after.shape != sent.shape:
         return f"its shape became {tuple(after.shape)} (was {tuple(sent.shape)})", {"shape": list(after.shape), "sent_shape": list(sent.shape)}
     with np.errstate(all="ignore"):
-        a = after.astype(np.float64)
-        differ = ~((a == sent) | (np.isnan(a) & np.isnan(sent)))
+        a = after if after.dtype == np.float64 else after.astype(np.float64)  # read only: no copy needed
+        same = a == sent
+        if same.all():  # the usual case: nothing changed, and no NaN to pair up
+            return None
+        differ = ~(same | (np.isnan(a) & np.isnan(sent)))
         count = int(np.count_nonzero(differ))
         if count == 0:
             return None
