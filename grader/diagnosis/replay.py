@@ -15,7 +15,7 @@ their first comparison.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
@@ -135,13 +135,6 @@ class Evidence:
             self._cache[key] = bool(np.isfinite(actual).all())
         return bool(self._cache[key])
 
-    def _scales(self, name: str) -> np.ndarray:
-        key = (name, "scales")
-        if key not in self._cache:
-            p = self.probes[name]
-            self._cache[key] = np.array([float(o.apply(p.Q, p.K, p.V)) for o in self.scale_options])
-        return self._cache[key]
-
     def _raw(self, name: str, product: Option) -> Raw:
         p = self.probes[name]
         return _RAW.get(p, (product,), lambda: _raw_scores(p, product))
@@ -182,25 +175,23 @@ class Evidence:
         actual = self._as_float(name)
         if not overflow and (actual is None or actual.shape != shape):
             return np.full(count, False)  # it raised (or returned no array) where the variant returns
-        stack = self._predicted(name, raw.scores, product, norm, shift, output)
+        stacks = self._predicted(name, raw.scores, product, norm, shift, output)
         if overflow:
             # math.exp raises where np.exp gives inf: the same overflow, in pure Python.
-            return ~stack.all_finite
+            return _joined([~stack.all_finite for stack in stacks])
         assert actual is not None
-        return stack.agrees(actual, self._finite(name, actual), self.tolerances[name], loose=large)
+        finite = self._finite(name, actual)
+        return _joined([stack.agrees(actual, finite, self.tolerances[name], loose=large) for stack in stacks])
 
-    def _predicted(self, name: str, raw: np.ndarray, product: Option, norm: Option, shift: Option, output: Option) -> Stack:
-        """The variants' outputs for every scale option at once (a stack along a new first axis)."""
+    def _predicted(self, name: str, raw: np.ndarray, product: Option, norm: Option, shift: Option, output: Option) -> list[Stack]:
+        """The variants' outputs for every scale option: the catalogue's own scales in one stack
+        (shared by the run), and the scales fitted to this submission, if any, in a second one.
+        Each prediction of a stack is computed on its own, whatever else the stack holds."""
         p = self.probes[name]
-        if self._fitted:
-            return self._stack(name, raw, norm, output, shift)
-        return _STACKS.get(p, (product, norm, shift, output), lambda: self._stack(name, raw, norm, output, shift))
-
-    def _stack(self, name: str, raw: np.ndarray, norm: Option, output: Option, shift: Option) -> Stack:
-        count = len(self.scale_options)
-        scales = self._scales(name).reshape((count,) + (1,) * raw.ndim)
-        weights = softmax_stack(raw[None] * scales, norm.apply, shift.apply)
-        return Stack(weights if output.apply == "weights" else np.matmul(weights, self.probes[name].V))
+        fixed = _STACKS.get(p, (product, norm, shift, output), lambda: _stack(p, raw, norm, shift, output, SCALE.options))
+        if not self._fitted:
+            return [fixed]
+        return [fixed, _stack(p, raw, norm, shift, output, self.scale_options[len(SCALE.options):])]
 
     def search(self, variants: list[Variant], names: list[str], known: list[str] = ()) -> Variant | None:  # type: ignore[assignment]
         """The first (fewest mistakes) variant that reproduces every named probe. ``known``:
@@ -232,6 +223,16 @@ class Evidence:
         fitted = [with_scale(v, option) for option in extra for v in base]
         self._keep.extend(fitted)
         return sorted(all_variants() + fitted, key=lambda v: len(v.deviations))
+
+
+def _stack(p: Probe, raw: np.ndarray, norm: Option, shift: Option, output: Option, scales: Sequence[Option]) -> Stack:
+    factors = np.array([float(o.apply(p.Q, p.K, p.V)) for o in scales]).reshape((len(scales),) + (1,) * raw.ndim)
+    weights = softmax_stack(raw[None] * factors, norm.apply, shift.apply)
+    return Stack(weights if output.apply == "weights" else np.matmul(weights, p.V))
+
+
+def _joined(verdicts: list[np.ndarray]) -> np.ndarray:
+    return verdicts[0] if len(verdicts) == 1 else np.concatenate(verdicts)
 
 
 def _attempt(function: Callable[..., np.ndarray], *args: object) -> Prediction:
