@@ -19,9 +19,9 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
+from grader.checks.memo import OwnerMemo
 from grader.diagnosis.catalogue import SCALE, SIZES, Option, Variant, all_variants, fitted_scale_option, fitted_scale_table, softmax_stack, with_scale
 from grader.diagnosis.scale_fit import fit_linear, fit_power, fit_scale
-from grader.checks.memo import OwnerMemo
 from grader.observation import Observation
 from grader.probes import Probe
 from grader.suite import Tolerance
