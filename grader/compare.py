@@ -65,26 +65,39 @@ def _json_float(value: float) -> float | str:
 
 def compare(actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance) -> Mismatch:
     """Element-wise comparison of two arrays of the same shape."""
-    a = np.asarray(actual).astype(np.complex128 if np.iscomplexobj(actual) else np.float64)
+    a = np.asarray(actual)
+    if a.dtype != np.float64:  # float64 is used as it is: the copy astype makes changes no value
+        a = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
     e = np.asarray(expected, dtype=np.float64)
     if np.iscomplexobj(a):
         a = a.real if not np.any(a.imag) else np.abs(a)
     with np.errstate(all="ignore"):
         diff = np.abs(a - e)
-        bad = ~(diff <= tolerance.atol + tolerance.rtol * np.abs(e))  # NaN compares false: mismatched
+        good = diff <= tolerance.atol + tolerance.rtol * np.abs(e)  # NaN compares false: mismatched
+        if good.all():  # the usual case, answered without the counts a mismatch needs
+            return Mismatch(0, int(e.size), float(np.max(diff, initial=0.0)), 0.0, (), 0.0, 0.0, 0)
+        bad = ~good
         nonfinite = int(np.count_nonzero(~np.isfinite(a)))
         mismatched = int(np.count_nonzero(bad))
-        if mismatched == 0:
-            return Mismatch(0, int(e.size), float(np.max(diff, initial=0.0)), 0.0, (), 0.0, 0.0, 0)
-        masked = np.where(bad, np.nan_to_num(diff, nan=np.inf), -1.0)
-        flat = int(np.argmax(masked))
-        worst = tuple(int(i) for i in np.unravel_index(flat, e.shape))
         rel = np.where(bad & (e != 0), diff / np.abs(e), 0.0)
+        if np.isfinite(diff).all():
+            # The usual mismatch: with no NaN or inf to rank, the largest difference over the
+            # mismatched elements (all >= 0, the others -1 here) is both the worst and max_abs,
+            # and rel holds no NaN.
+            masked = np.where(bad, diff, -1.0)
+            flat = int(np.argmax(masked))
+            max_abs, max_rel = float(masked.flat[flat]), float(np.max(rel))
+        else:
+            masked = np.where(bad, np.nan_to_num(diff, nan=np.inf), -1.0)
+            flat = int(np.argmax(masked))
+            max_abs = float(np.max(np.where(bad, diff, 0.0))) if not np.isnan(diff[bad]).any() else float("nan")
+            max_rel = float(np.nanmax(rel)) if np.any(~np.isnan(rel)) else float("nan")  # NaN-only rows: no warning
+        worst = tuple(int(i) for i in np.unravel_index(flat, e.shape))
         return Mismatch(
             mismatched=mismatched,
             total=int(e.size),
-            max_abs=float(np.max(np.where(bad, diff, 0.0))) if not np.isnan(diff[bad]).any() else float("nan"),
-            max_rel=float(np.nanmax(rel)) if np.any(~np.isnan(rel)) else float("nan"),  # NaN-only rows: no warning
+            max_abs=max_abs,
+            max_rel=max_rel,
             worst_index=worst,
             actual=float(a[worst]),
             expected=float(e[worst]),

@@ -23,7 +23,9 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
-from typing import Any, Callable, Literal
+import threading
+from collections import deque
+from typing import Any, Callable, Iterator, Literal
 
 Framework = Literal["numpy", "torch", "jax"]
 FRAMEWORKS: tuple[Framework, ...] = ("numpy", "torch", "jax")
@@ -43,7 +45,7 @@ def install_hint(framework: Framework) -> str:
     return f"pip install 'attention-grader[{framework}]'"
 
 
-def _is_main_guard(node: ast.stmt) -> bool:
+def _is_main_guard(node: ast.AST) -> bool:
     """``if __name__ == "__main__":`` blocks are demos: what they import does not count."""
     if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
         return False
@@ -51,6 +53,32 @@ def _is_main_guard(node: ast.stmt) -> bool:
     return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts) and any(
         isinstance(p, ast.Constant) and p.value == "__main__" for p in parts
     )
+
+
+# The fields of a statement (or an except or case clause) that hold statements, in the order of
+# ast.iter_child_nodes. An expression never holds a statement, so an import is found by walking
+# these alone: a fraction of the nodes of a real file.
+_BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
+def nested_statements(node: ast.AST) -> list[ast.AST]:
+    """The statements and clauses directly inside ``node`` (a module, statement or clause)."""
+    found: list[ast.AST] = []
+    for name in _BLOCKS:
+        block = getattr(node, name, None)
+        if block:
+            found.extend(block)
+    return found
+
+
+def statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """``tree`` and every statement and clause in it, breadth first: the order in which ast.walk
+    yields them, without visiting any expression."""
+    queue = deque([tree])
+    while queue:
+        node = queue.popleft()
+        queue.extend(nested_statements(node))
+        yield node
 
 
 def imported_modules(tree: ast.Module) -> list[str]:
@@ -63,11 +91,33 @@ def imported_modules(tree: ast.Module) -> list[str]:
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.append(node.module)
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt) and _is_main_guard(child):
-                continue
-            stack.append(child)
+        stack.extend(child for child in nested_statements(node) if not _is_main_guard(child))
     return names
+
+
+# Parsed sources, by their text: a submission's file is parsed to find its framework and again to
+# locate its mistakes; one parse serves both. Only texts the locator reads are kept, a few at a
+# time (a batch's threads each hold one submission between the two).
+_TREES: dict[str, ast.Module] = {}
+_TREES_KEPT = 16
+_TREE_BYTES = 100_000
+_TREES_LOCK = threading.Lock()
+
+
+def parse_source(text: str) -> ast.Module:
+    """ast.parse(text), shared with the last few callers that parsed the same text. Raises what
+    ast.parse raises; a tree is never changed by its readers."""
+    with _TREES_LOCK:
+        tree = _TREES.get(text)
+    if tree is not None:
+        return tree
+    tree = ast.parse(text)
+    if len(text) <= _TREE_BYTES:
+        with _TREES_LOCK:
+            while len(_TREES) >= _TREES_KEPT:
+                del _TREES[next(iter(_TREES))]
+            _TREES[text] = tree
+    return tree
 
 
 def frameworks_of(modules: list[str]) -> set[Framework]:
@@ -78,7 +128,7 @@ def imported_frameworks(source: str) -> set[Framework]:
     """The frameworks ``source`` imports; empty for NumPy-only code and for code that does not
     parse (the worker reports the syntax error itself)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     return frameworks_of(imported_modules(tree))

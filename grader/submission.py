@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.entry import LoadPlan, load_plan
-from grader.frameworks import Framework, FrameworkChoiceError, choose, frameworks_of, imported_modules, installed, missing_message
+from grader.frameworks import Framework, FrameworkChoiceError, choose, frameworks_of, imported_modules, installed, missing_message, parse_source, statements
 from grader.notebook import NotebookError, NotebookSource, read_notebook
 
 MAX_HELPER_FILES = 20
@@ -48,7 +48,7 @@ class Unloadable:
 
 def _parse(text: str) -> ast.Module | None:
     try:
-        return ast.parse(text)
+        return parse_source(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
@@ -79,7 +79,7 @@ def framework_sources(file: Path, first: str, plan: LoadPlan) -> set[Framework]:
         if tree is None:
             continue
         found |= frameworks_of(imported_modules(tree))
-        for node in ast.walk(tree):
+        for node in statements(tree):  # imports are statements: ast.walk's order, fewer nodes
             if isinstance(node, ast.ImportFrom):
                 names = [node.module or ""] + [f"{node.module}.{a.name}" if node.module else a.name for a in node.names]
                 targets = [p for n in names for p in _helper_files(n, node.level, path.parent, plan)]

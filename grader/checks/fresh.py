@@ -6,9 +6,15 @@ expected values come from the float64 reference in the grader's own process.
 
 from __future__ import annotations
 
+import numpy as np
+
 from grader.attention import attention, attention_weights
 from grader.checks.base import CaseResult, CheckContext, CheckResult, compare_probe, result, summarise
+from grader.checks.memo import OwnerMemo
 from grader.suite import CheckSpec
+
+# The reference's answers on a run's fresh probes are the same for every submission of the run.
+_EXPECTED: OwnerMemo[np.ndarray] = OwnerMemo()
 
 
 class FreshCheck:
@@ -21,9 +27,9 @@ class FreshCheck:
         cases: list[CaseResult] = []
         for p in probes:
             if p.kind == "identity":
-                cases.append(compare_probe(ctx, p.case, p.name, "weights", attention_weights(p.Q, p.K)))
+                cases.append(compare_probe(ctx, p.case, p.name, "weights", _EXPECTED.get(p, ("weights",), lambda: attention_weights(p.Q, p.K))))
             else:
-                cases.append(compare_probe(ctx, p.case, p.name, "output", attention(p.Q, p.K, p.V)))
+                cases.append(compare_probe(ctx, p.case, p.name, "output", _EXPECTED.get(p, ("output",), lambda: attention(p.Q, p.K, p.V))))
         checked = summarise(spec, cases)
         shapes = "; ".join(f"{p.case}: Q{tuple(p.Q.shape)}, V{tuple(p.V.shape)}" for p in probes if p.kind == "values")
         if checked.passed:

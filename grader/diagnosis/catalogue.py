@@ -191,10 +191,12 @@ def softmax_variant(x: Array, norm: Norm | str, shift: str) -> Array:
 class Variant:
     choice: tuple[Option, ...]  # one option per axis, in AXES order
     deviations: tuple[Option, ...] = field(init=False, repr=False, compare=False)
+    others: tuple[Option, ...] = field(init=False, repr=False, compare=False)  # every option but the scale
 
     def __post_init__(self) -> None:
         # Asked for thousands of times per search: computed once.
         object.__setattr__(self, "deviations", tuple(o for o, axis in zip(self.choice, AXES) if o is not axis.default))
+        object.__setattr__(self, "others", self.choice[1:])
 
     @property
     def is_reference(self) -> bool:

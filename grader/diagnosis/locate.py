@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from grader.diagnosis.model import Diagnosis, Location
+from grader.frameworks import parse_source
 from grader.notebook import NotebookSource
 
 MAX_BYTES = 100_000  # a submission larger than this is not parsed (real ones are a few KB)
@@ -81,7 +82,7 @@ def parse(path: Path, function: str, text: str | None = None) -> Source | None:
     if text is None or len(text) > MAX_BYTES:
         return None
     try:
-        tree = ast.parse(text)
+        tree = parse_source(text)  # most often the tree prepare_submission parsed already
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None
     source = Source(str(path), text.splitlines(), tree, function)

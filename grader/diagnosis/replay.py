@@ -15,10 +15,11 @@ their first comparison.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
+from grader.checks.memo import OwnerMemo
 from grader.diagnosis.catalogue import SCALE, SIZES, Option, Variant, all_variants, fitted_scale_option, fitted_scale_table, softmax_stack, with_scale
 from grader.diagnosis.scale_fit import fit_linear, fit_power, fit_scale
 from grader.observation import Observation
@@ -29,15 +30,66 @@ Prediction = Union[np.ndarray, BaseException]
 
 OVERFLOW_ERRORS = ("OverflowError", "FloatingPointError", "ZeroDivisionError")
 
-# What the catalogue predicts for a probe depends on the probe alone, and a batch grades every
-# submission on the same probe objects: predictions are computed once per run and shared. Keyed
-# by the probe's id, and the probe is kept in the value, so the id cannot be reused while the
-# entry lives. Only predictions with the catalogue's own scale options are shared (fitted scales
-# belong to one submission).
-_SHARED: dict[tuple[int, ...], tuple[Probe, np.ndarray]] = {}
-_SHARED_LIMIT = 50_000
 FIT_R2 = 0.9999  # a fit this good means "one scale explains these weights"
 LAW_ERROR = 0.01  # a power law through fitted scales must hold within 1 % at every point
+
+
+@dataclass
+class Stack:
+    """The predictions for one probe and one choice of the axes other than the scale, one per
+    scale option (a stack along a new first axis), with what every comparison with them needs."""
+
+    predicted: np.ndarray
+    axes: tuple[int, ...] = field(init=False)  # the axes of one prediction in the stack
+    all_finite: np.ndarray = field(init=False)  # per scale: no NaN or inf anywhere
+    _limits: dict[tuple[float, float], np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.axes = tuple(range(1, self.predicted.ndim))
+        self.all_finite = np.isfinite(self.predicted).all(axis=self.axes)
+
+    def limit(self, tolerance: Tolerance) -> np.ndarray:
+        """atol + rtol * |predicted|: how far from each predicted value a match may be."""
+        key = (tolerance.atol, tolerance.rtol)
+        found = self._limits.get(key)
+        if found is None:
+            with np.errstate(all="ignore"):
+                found = self._limits[key] = tolerance.atol + tolerance.rtol * np.abs(self.predicted)
+        return found
+
+    def agrees(self, actual: np.ndarray, finite: bool, tolerance: Tolerance, loose: bool) -> np.ndarray:
+        """agrees_stack(actual, predicted, ...), in fewer steps when ``actual`` is all finite:
+        then a prediction agrees exactly when it is all finite and within tolerance everywhere
+        (the same verdicts, loose or not: a non-finite value on one side only never agrees)."""
+        if not finite:
+            return agrees_stack(actual, self.predicted, tolerance, loose)
+        return self.all_finite & (np.abs(actual - self.predicted) <= self.limit(tolerance)).all(axis=self.axes)
+
+
+@dataclass(frozen=True)
+class Raw:
+    """The raw scores of one product option on one probe (or what it raised), and the shapes of
+    the weights and of the output the variants built on them return (None: the product with V
+    raises)."""
+
+    scores: Prediction
+    shapes: dict[str, tuple[int, ...] | None]
+
+
+def _raw_scores(p: Probe, product: Option) -> Raw:
+    scores = _attempt(product.apply, p.Q, p.K)
+    if isinstance(scores, BaseException):
+        return Raw(scores, {})
+    return Raw(scores, {"weights": scores.shape, "output": _matmul_shape(scores.shape, p.V.shape)})
+
+
+# What the catalogue predicts for a probe depends on the probe alone, and a batch grades every
+# submission on the same probe objects: the raw scores, the predictions and what comparing with
+# them needs are computed once per run and shared (keyed by the probe, see OwnerMemo). Only
+# predictions with the catalogue's own scale options are shared (fitted scales belong to one
+# submission).
+_STACKS: OwnerMemo[Stack] = OwnerMemo(50_000)
+_RAW: OwnerMemo[Raw] = OwnerMemo()
 
 
 @dataclass
@@ -49,6 +101,10 @@ class Evidence:
     _cache: dict[tuple[object, ...], Any] = field(default_factory=dict)
     _keep: list[Variant] = field(default_factory=list)  # fitted variants, alive for the search
     _fitted: bool = False  # scale_options holds scales fitted to this submission
+    # Per probe and choice of the other axes: the verdict of every scale option, as a list
+    # (indexed thousands of times per search: a list is quicker to index than an array).
+    _verdict_lists: dict[tuple[str, tuple[Option, ...]], list[bool]] = field(default_factory=dict)
+    _scale_index: dict[int, int] = field(default_factory=dict)  # id(scale option) -> its index
 
     # -- predictions ---------------------------------------------------------------------------
 
@@ -73,33 +129,35 @@ class Evidence:
             self._cache[key] = None if actual is None else actual.astype(np.float64)
         return self._cache[key]
 
-    def _scales(self, name: str) -> np.ndarray:
-        key = (name, "scales")
+    def _finite(self, name: str, actual: np.ndarray) -> bool:
+        key = (name, "finite")
         if key not in self._cache:
-            p = self.probes[name]
-            self._cache[key] = np.array([float(o.apply(p.Q, p.K, p.V)) for o in self.scale_options])
-        return self._cache[key]
+            self._cache[key] = bool(np.isfinite(actual).all())
+        return bool(self._cache[key])
 
-    def _raw(self, name: str, product: Option) -> Prediction:
-        key = (name, id(product))
-        if key not in self._cache:
-            p = self.probes[name]
-            self._cache[key] = _attempt(product.apply, p.Q, p.K)
-        return self._cache[key]
+    def _raw(self, name: str, product: Option) -> Raw:
+        p = self.probes[name]
+        return _RAW.get(p, (product,), lambda: _raw_scores(p, product))
 
     # -- comparing -----------------------------------------------------------------------------
 
     def matches(self, variant: Variant, name: str) -> bool:
-        scale, product, norm, shift, output = variant.choice
-        key = (name, id(product), id(norm), id(shift), id(output))
-        verdicts = self._cache.get(key)
+        return self._verdict_list(variant, name)[self._index_of(variant.choice[0])]
+
+    def _verdict_list(self, variant: Variant, name: str) -> list[bool]:
+        key = (name, variant.others)
+        verdicts = self._verdict_lists.get(key)
         if verdicts is None:
+            _, product, norm, shift, output = variant.choice
             with np.errstate(all="ignore"):
-                verdicts = self._cache[key] = self._verdicts(name, product, norm, shift, output)
-        index = self._cache.get(("index", id(scale)))
+                verdicts = self._verdict_lists[key] = self._verdicts(name, product, norm, shift, output).tolist()
+        return verdicts
+
+    def _index_of(self, scale: Option) -> int:
+        index = self._scale_index.get(id(scale))
         if index is None:
-            index = self._cache[("index", id(scale))] = next(i for i, o in enumerate(self.scale_options) if o is scale)
-        return bool(verdicts[index])
+            index = self._scale_index[id(scale)] = next(i for i, o in enumerate(self.scale_options) if o is scale)
+        return index
 
     def _verdicts(self, name: str, product: Option, norm: Option, shift: Option, output: Option) -> np.ndarray:
         """For every scale option: does the variant with these other options reproduce the probe?"""
@@ -107,9 +165,9 @@ class Evidence:
         p = self.probes[name]
         obs = self.observed[name]
         raw = self._raw(name, product)
-        if isinstance(raw, BaseException):
+        if isinstance(raw.scores, BaseException):
             return np.full(count, obs.status == "raised")
-        shape = raw.shape if output.apply == "weights" else _matmul_shape(raw.shape, p.V.shape)
+        shape = raw.shapes[output.apply]
         large = p.magnitude > 1.0
         overflow = obs.status == "raised" and large and obs.error is not None and obs.error.type in OVERFLOW_ERRORS
         if shape is None:  # the product with V raises
@@ -117,37 +175,37 @@ class Evidence:
         actual = self._as_float(name)
         if not overflow and (actual is None or actual.shape != shape):
             return np.full(count, False)  # it raised (or returned no array) where the variant returns
-        predicted = self._predicted(name, raw, product, norm, shift, output)
-        axes = tuple(range(1, predicted.ndim))
+        stacks = self._predicted(name, raw.scores, product, norm, shift, output)
         if overflow:
             # math.exp raises where np.exp gives inf: the same overflow, in pure Python.
-            return ~np.isfinite(predicted).all(axis=axes)
+            return _joined([~stack.all_finite for stack in stacks])
         assert actual is not None
-        return agrees_stack(actual, predicted, self.tolerances[name], loose=large)
+        finite = self._finite(name, actual)
+        return _joined([stack.agrees(actual, finite, self.tolerances[name], loose=large) for stack in stacks])
 
-    def _predicted(self, name: str, raw: np.ndarray, product: Option, norm: Option, shift: Option, output: Option) -> np.ndarray:
-        """The variants' outputs for every scale option at once (a stack along a new first axis)."""
+    def _predicted(self, name: str, raw: np.ndarray, product: Option, norm: Option, shift: Option, output: Option) -> list[Stack]:
+        """The variants' outputs for every scale option: the catalogue's own scales in one stack
+        (shared by the run), and the scales fitted to this submission, if any, in a second one.
+        Each prediction of a stack is computed on its own, whatever else the stack holds."""
         p = self.probes[name]
-        key = (id(p), id(product), id(norm), id(shift), id(output))
-        hit = None if self._fitted else _SHARED.get(key)
-        if hit is not None and hit[0] is p:
-            return hit[1]
-        count = len(self.scale_options)
-        scales = self._scales(name).reshape((count,) + (1,) * raw.ndim)
-        weights = softmax_stack(raw[None] * scales, norm.apply, shift.apply)
-        predicted = weights if output.apply == "weights" else np.matmul(weights, p.V)
+        fixed = _STACKS.get(p, (product, norm, shift, output), lambda: _stack(p, raw, norm, shift, output, SCALE.options))
         if not self._fitted:
-            if len(_SHARED) >= _SHARED_LIMIT:
-                _SHARED.clear()
-            _SHARED[key] = (p, predicted)
-        return predicted
+            return [fixed]
+        return [fixed, _stack(p, raw, norm, shift, output, self.scale_options[len(SCALE.options):])]
 
     def search(self, variants: list[Variant], names: list[str], known: list[str] = ()) -> Variant | None:  # type: ignore[assignment]
         """The first (fewest mistakes) variant that reproduces every named probe. ``known``:
         probes already compared (cached), checked first as they reject most cheaply."""
         ordered = list(known) + sorted((n for n in names if n not in known), key=lambda n: discrimination(self.probes[n]))
+        # matches(), unrolled: this loop runs thousands of times per submission.
+        lists, index_of, verdict_list = self._verdict_lists, self._index_of, self._verdict_list
         for variant in variants:
-            if all(self.matches(variant, n) for n in ordered):
+            index = index_of(variant.choice[0])
+            for n in ordered:
+                verdicts = lists.get((n, variant.others)) or verdict_list(variant, n)
+                if not verdicts[index]:
+                    break
+            else:
                 return variant
         return None
 
@@ -159,10 +217,22 @@ class Evidence:
         self.scale_options = list(SCALE.options) + extra
         self._fitted = True
         self._cache.clear()
+        self._verdict_lists.clear()
+        self._scale_index.clear()
         base = [v for v in all_variants() if v.option("scale") is SCALE.default and len(v.deviations) <= 2]
         fitted = [with_scale(v, option) for option in extra for v in base]
         self._keep.extend(fitted)
         return sorted(all_variants() + fitted, key=lambda v: len(v.deviations))
+
+
+def _stack(p: Probe, raw: np.ndarray, norm: Option, shift: Option, output: Option, scales: Sequence[Option]) -> Stack:
+    factors = np.array([float(o.apply(p.Q, p.K, p.V)) for o in scales]).reshape((len(scales),) + (1,) * raw.ndim)
+    weights = softmax_stack(raw[None] * factors, norm.apply, shift.apply)
+    return Stack(weights if output.apply == "weights" else np.matmul(weights, p.V))
+
+
+def _joined(verdicts: list[np.ndarray]) -> np.ndarray:
+    return verdicts[0] if len(verdicts) == 1 else np.concatenate(verdicts)
 
 
 def _attempt(function: Callable[..., np.ndarray], *args: object) -> Prediction:
