@@ -190,10 +190,18 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
         if bar is not None:
             bar.stop()
     reports = outcome.ordered()
-    if not stdout().streaming:
-        for report in reports:
-            stdout().add(report)
-    stdout().finish()
+    documents: dict[str, str] = {}
+
+    def document(name: str) -> str:
+        """A whole document, rendered once however many places it goes to (stdout, -o files)."""
+        if name not in documents:
+            documents[name] = render_document(name, reports, info)  # type: ignore[arg-type]
+        return documents[name]
+
+    if stdout().streaming:
+        stdout().finish()
+    else:
+        sys.stdout.write(document(fmt))
     if fmt != "text" and not quiet and len(reports) > 1 and sys.stderr.isatty():
         from rich.console import Console
 
@@ -206,7 +214,7 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
     if in_actions:
         _github_actions(reports, info, fmt)
     for spec in specs:
-        write_report_file(spec.path, render_document(spec.fmt, reports, info))
+        write_report_file(spec.path, document(spec.fmt))
     if cache is not None and cache.problem:
         click.echo(f"grade: warning: {cache.problem}", err=True)
     if outcome.interrupted:

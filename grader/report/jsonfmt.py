@@ -15,7 +15,6 @@ Schema (stable; fields are only ever added)::
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from typing import IO, Any
@@ -27,6 +26,7 @@ from grader.checks.base import CaseResult, CheckResult
 from grader.compare import Mismatch
 from grader.diagnosis.model import Diagnosis, Location
 from grader.observation import CapturedOutput
+from grader.report.layout import readable_json
 from grader.report.model import Report
 from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
 
@@ -162,8 +162,7 @@ class JsonReporter:
         self.reports.append(report)
 
     def finish(self) -> None:
-        json.dump(document(self.reports, self.suite_name, self.max_score), self.stream, indent=2, allow_nan=False)
-        self.stream.write("\n")
+        self.stream.write(readable_json(document(self.reports, self.suite_name, self.max_score), allow_nan=False) + "\n")
 
 
 # --------------------------------------------------------------------------------------------
