@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import numpy as np
 from rich.console import Console
@@ -11,7 +12,7 @@ from rich.console import Console
 from conftest import EXAMPLES
 from grader.report.heatmap import MAX_SIZE, matrix_text
 from grader.report.jsonfmt import report_dict
-from grader.report.text import render
+from grader.report.text import CheckLines, render
 
 
 def text_of(renderable: object, width: int = 100) -> str:
@@ -60,3 +61,22 @@ def test_a_report_served_from_the_cache_keeps_its_heat_map(grade_path) -> None: 
     again = report_from_dict(json.loads(json.dumps(report_dict(report))), report.suite)
     assert "weights of head64/identity" in text_of(render(again), width=300)
     assert text_of(render(again), width=300).count("░") == text_of(render(report), width=300).count("░")
+
+
+def test_check_lines_keep_their_columns_and_wrap_under_the_summary(grade_path) -> None:  # type: ignore[no-untyped-def]
+    report = grade_path(EXAMPLES / "seed_buggy.py")
+    lines = text_of(CheckLines(report), width=60).splitlines()
+    weights = next(i for i, line in enumerate(lines) if line.split()[:2] == ["FAIL", "weights"])
+    start = lines[weights].index(lines[weights].split()[3])  # where the summary column begins
+    assert lines[weights].startswith("FAIL  weights") and "0/3" in lines[weights]
+    assert lines[weights + 1][:start].strip() == "" and lines[weights + 1][start] != " "  # wrapped under itself
+    assert all(len(line.rstrip()) <= 60 for line in lines)
+    assert [line.split()[1] for line in lines if line[:4] in ("PASS", "FAIL", "SKIP", "ERR ")] == [c.id for c in report.checks]
+
+
+def test_a_word_longer_than_the_summary_column_is_folded_not_cut(grade_path) -> None:  # type: ignore[no-untyped-def]
+    report = grade_path(EXAMPLES / "seed_buggy.py")
+    long = "x" * 80
+    checks = (replace(report.checks[0], summary=f"loaded {long} here"),)
+    out = text_of(CheckLines(replace(report, checks=checks)), width=50)
+    assert "".join(part.strip() for part in out.split()[3:]).count("x") == 80
