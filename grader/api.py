@@ -12,7 +12,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from grader.frameworks import compile_allowance
 from grader.notebook import remap_run
@@ -99,10 +100,18 @@ class Observed:
     extra: dict[str, object]
 
 
-def observe(path: Path, prepared: Prepared, root: Path | None = None, *, forkserver: ForkServer | None = None, on_spawned: Callable[[], None] | None = None) -> Observed:
+def observe(
+    path: Path,
+    prepared: Prepared,
+    root: Path | None = None,
+    *,
+    forkserver: ForkServer | None = None,
+    on_spawned: Callable[[], None] | None = None,
+    slot: AbstractContextManager[Any] | None = None,
+) -> Observed:
     """Run one submission file (.py or notebook) in a worker (forked by ``forkserver`` if given)
-    and collect what it did; ``on_spawned`` is called once the worker runs. Nothing here
-    compares anything with the references."""
+    and collect what it did; ``on_spawned`` is called once the worker runs, ``slot`` is held
+    while it lives (see run_submission). Nothing here compares anything with the references."""
     submission = prepare_submission(path, prepared.framework, root)
     extra: dict[str, object] = {}
     if isinstance(submission, Unloadable):
@@ -114,7 +123,7 @@ def observe(path: Path, prepared: Prepared, root: Path | None = None, *, forkser
     sandbox = prepared.sandbox
     if submission.framework != "numpy":
         sandbox = replace(sandbox, processes=max(sandbox.processes, FRAMEWORK_PROCESSES))
-    run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver, on_spawned=on_spawned)
+    run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver, on_spawned=on_spawned, slot=slot)
     if submission.notebook is not None:
         run = remap_run(run, submission.notebook, str(path.resolve().relative_to(submission.plan.root)))
         extra["notebook_code_cells"] = submission.notebook.code_cells

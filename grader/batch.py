@@ -19,11 +19,12 @@ import sys
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Callable
 
 from grader.api import JudgementWarmer, Observed, Prepared, error_report, judge, observe
 from grader.discover import Submission, TooLarge
-from grader.errors import GraderError
+from grader.errors import GraderError, SandboxError
 from grader.sandbox.forkserver import ForkServer
 
 if TYPE_CHECKING:  # the report side is imported while the first worker runs (warm_judgement)
@@ -71,12 +72,18 @@ def grade_one(submission: Submission, prepared: Prepared, forkserver: ForkServer
     return observed if isinstance(observed, tuple) else _judge_one(observed, prepared)
 
 
-def _observe_one(submission: Submission, prepared: Prepared, forkserver: ForkServer | None, on_spawned: Callable[[], None] | None = None) -> Observed | tuple[Report, bool]:
+def _observe_one(
+    submission: Submission,
+    prepared: Prepared,
+    forkserver: ForkServer | None,
+    on_spawned: Callable[[], None] | None = None,
+    slot: AbstractContextManager[Any] | None = None,
+) -> Observed | tuple[Report, bool]:
     """The worker's half of grade_one, or the finished (uncacheable) report when it failed."""
     if submission.file is None:
         return error_report(Path(submission.label), prepared, submission.error or "nothing to grade"), False
     try:
-        return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, on_spawned=on_spawned)
+        return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, on_spawned=on_spawned, slot=slot)
     except GraderError as exc:
         return error_report(submission.file, prepared, str(exc)), False
     except Exception as exc:  # a bug of ours on this one submission: report it, grade the rest
@@ -91,6 +98,82 @@ def _judge_one(observed: Observed, prepared: Prepared) -> tuple[Report, bool]:
         return error_report(observed.path, prepared, str(exc)), False
     except Exception as exc:  # see _observe_one
         return error_report(observed.path, prepared, f"internal error of the grader: {type(exc).__name__}: {exc}"), False
+
+
+class _Slots:
+    """At most ``count`` workers at once, granted in the order of the submissions' tickets.
+
+    A submission prepares its request before it asks for a slot (that work needs no worker), so
+    the requests may become ready in any order; the slots still go out in submission order, or a
+    late first submission could wait behind every slow one after it. A ticket given up (the
+    submission failed before it needed a worker) lets the next one go. Once ``stopping`` is set
+    (Ctrl-C), no new worker starts."""
+
+    def __init__(self, count: int, stopping: threading.Event) -> None:
+        self.free = count
+        self.stopping = stopping
+        self.turn = 0  # the next ticket to serve
+        self.given_up: set[int] = set()
+        self.changed = threading.Condition()
+
+    def ticket(self, number: int) -> _Ticket:
+        return _Ticket(self, number)
+
+    def _advance(self) -> None:
+        while self.turn in self.given_up:
+            self.given_up.discard(self.turn)
+            self.turn += 1
+
+    def acquire(self, number: int) -> None:
+        with self.changed:
+            self.changed.wait_for(lambda: self.stopping.is_set() or (self.free > 0 and self.turn == number))
+            if self.stopping.is_set():
+                raise SandboxError("grading was stopped")
+            self.free -= 1
+            self.turn += 1
+            self._advance()
+            self.changed.notify_all()
+
+    def release(self) -> None:
+        with self.changed:
+            self.free += 1
+            self.changed.notify_all()
+
+    def give_up(self, number: int) -> None:
+        with self.changed:
+            if number >= self.turn:
+                self.given_up.add(number)
+                self._advance()
+                self.changed.notify_all()
+
+    def stop(self) -> None:
+        with self.changed:
+            self.changed.notify_all()
+
+
+class _Ticket:
+    """One submission's claim on a slot: a context manager for run_submission."""
+
+    def __init__(self, slots: _Slots, number: int) -> None:
+        self.slots = slots
+        self.number = number
+        self.held = self.used = False
+
+    def __enter__(self) -> None:
+        self.used = True
+        self.slots.acquire(self.number)
+        self.held = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.held:
+            self.held = False
+            self.slots.release()
+
+    def settle(self) -> None:
+        """Give the turn up if it was never taken (the submission needed no worker)."""
+        if not self.used:
+            self.used = True
+            self.slots.give_up(self.number)
 
 
 def run_batch(
@@ -160,20 +243,20 @@ def run_batch(
         return BatchOutcome(reports, False, len(submissions))
     import concurrent.futures as futures  # here: a single submission does without
 
-    slots = threading.BoundedSemaphore(jobs)
+    slots = _Slots(jobs, stopping)
 
-    def work(index: int) -> tuple[Report, bool]:
-        if stopping.is_set():
-            raise futures.CancelledError
-        with slots:
+    def work(index: int, ticket: _Ticket) -> tuple[Report, bool]:
+        try:
             if stopping.is_set():
                 raise futures.CancelledError
-            observed = _observe_one(submissions[index], prepared, forkserver)
+            observed = _observe_one(submissions[index], prepared, forkserver, slot=ticket)
+        finally:
+            ticket.settle()
         return observed if isinstance(observed, tuple) else _judge_one(observed, prepared)
 
     # Twice as many threads as slots: while one thread judges, another holds its slot.
     pool = futures.ThreadPoolExecutor(max_workers=2 * jobs, thread_name_prefix="grade")
-    pending = {pool.submit(work, index): (index, key) for index, key in todo}
+    pending = {pool.submit(work, index, slots.ticket(number)): (index, key) for number, (index, key) in enumerate(todo)}
     # A judging thread keeps the interpreter lock until the switch interval forces it to let go;
     # a thread whose worker just wrote (or wants its next request sent) waits that long each time.
     # A shorter interval keeps the workers fed; switching costs little next to what it saves.
@@ -187,6 +270,7 @@ def run_batch(
             finished(index, key, *future.result())
     except KeyboardInterrupt:
         stopping.set()
+        slots.stop()  # threads waiting for a slot give up
         for future in pending:
             future.cancel()
         if forkserver is not None:

@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -39,16 +40,17 @@ def test_no_more_workers_than_jobs_and_judging_overlaps(monkeypatch: pytest.Monk
     prepared = prepare()
     real = batch.grade_one(_submission(EXAMPLES / "correct.py"), prepared, None)[0]
 
-    def fake_observe(path: Path, prepared: object, root: object = None, **_: object) -> Path:
+    def fake_observe(path: Path, prepared: object, root: object = None, *, slot: Any, **_: object) -> Path:
         nonlocal observing, most_observing
-        with lock:
-            observing += 1
-            most_observing = max(most_observing, observing)
-            if judging and observing == 2:  # both slots busy while a third submission is judged
-                overlapped.set()
-        time.sleep(0.02)
-        with lock:
-            observing -= 1
+        with slot:  # what run_submission does around the worker's life
+            with lock:
+                observing += 1
+                most_observing = max(most_observing, observing)
+                if judging and observing == 2:  # both slots busy while a third submission is judged
+                    overlapped.set()
+            time.sleep(0.02)
+            with lock:
+                observing -= 1
         return path
 
     def fake_judge(observed: Path, prepared: object) -> object:
@@ -188,3 +190,47 @@ def test_a_request_larger_than_its_pipe_is_fed_by_a_thread(monkeypatch: pytest.M
     prepared = prepare()
     report = batch.grade_one(_submission(EXAMPLES / "correct.py"), prepared, None)[0]
     assert report.passed and report.worker_status == "completed"
+
+
+def test_slots_go_out_in_submission_order_whatever_order_they_are_asked_in() -> None:
+    slots = batch._Slots(1, threading.Event())
+    order: list[int] = []
+    tickets = [slots.ticket(n) for n in range(4)]
+
+    def take(n: int) -> None:
+        with tickets[n]:
+            order.append(n)
+            time.sleep(0.01)
+        tickets[n].settle()
+
+    threads = [threading.Thread(target=take, args=(n,)) for n in (3, 2, 1)]  # the late ones ask first
+    for thread in threads:
+        thread.start()
+        time.sleep(0.02)
+    assert order == []  # ticket 0 has not been served or given up: nobody may go
+    tickets[0].settle()  # submission 0 needed no worker
+    for thread in threads:
+        thread.join(timeout=10)
+    assert order == [1, 2, 3]
+
+
+def test_stopping_wakes_every_submission_waiting_for_a_slot() -> None:
+    stopping = threading.Event()
+    slots = batch._Slots(1, stopping)
+    errors: list[BaseException] = []
+    slots.ticket(0).__enter__()  # held, never released
+
+    def wait_for_slot() -> None:
+        try:
+            with slots.ticket(1):
+                pass
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    waiter = threading.Thread(target=wait_for_slot)
+    waiter.start()
+    time.sleep(0.05)
+    stopping.set()
+    slots.stop()
+    waiter.join(timeout=10)
+    assert not waiter.is_alive() and len(errors) == 1 and "stopped" in str(errors[0])

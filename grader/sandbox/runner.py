@@ -8,6 +8,7 @@ results (framed, capped, validated). Reading never blocks past the deadline.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import selectors
@@ -21,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from contextlib import AbstractContextManager
 from typing import Any, Callable
 
 from grader.errors import SandboxError, SandboxUnavailable
@@ -232,9 +234,12 @@ def run_submission(
     *,
     forkserver: ForkServer | None = None,
     on_spawned: Callable[[], None] | None = None,
+    slot: AbstractContextManager[Any] | None = None,
 ) -> WorkerRun:
     """Run one submission on ``probes`` in a fresh worker process (forked by ``forkserver`` when
-    given and working); ``on_spawned`` is called once the worker runs and has its request. Raises SandboxError only when the worker cannot be started at all, and
+    given and working); ``on_spawned`` is called once the worker runs and has its request, and
+    ``slot`` (a semaphore) is held while the worker lives. Raises SandboxError only when the
+    worker cannot be started at all, and
     SandboxUnavailable in strict mode when the worker lacked a guarantee (it then never loaded
     the submission); everything the submission does is in the WorkerRun."""
     sandbox = sandbox or SandboxSettings()
@@ -243,6 +248,25 @@ def run_submission(
     plan = (how or {}).get("plan") or {}
     folders = tuple(str(f) for f in [plan.get("root"), *(plan.get("sys_path") or [])] if isinstance(f, str) and f)
     request = build_request(resolved, function, probes, limits, request_meta(resolved, workdir, sandbox, folders), how)
+    try:
+        # The slot bounds the workers running at once (a batch's --jobs): taken only now that the
+        # request is ready, and given back once the worker is reaped.
+        with slot if slot is not None else contextlib.nullcontext():
+            run = _start_and_collect(request, workdir, limits, forkserver, on_spawned)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if sandbox.strict and missing_guarantees(run.sandbox):
+        raise SandboxUnavailable(f"--strict-sandbox: the worker for {submission} lacked {why_missing(run.sandbox)}; it was not loaded")
+    if run.status != "completed":
+        # The first probe with no observation is the one running when the worker stopped.
+        pending = [p.name for p in probes if (p.name, 0) not in run.observations]
+        run = replace(run, last_probe=pending[0] if pending and run.load is not None and run.load.ok else None)
+    return run
+
+
+def _start_and_collect(request: bytes, workdir: str, limits: WorkerLimits, forkserver: ForkServer | None, on_spawned: Callable[[], None] | None) -> WorkerRun:
+    """Start the worker (forked, or a fresh interpreter), hand it ``request``, collect its run;
+    whatever happens, its process group is killed before this returns."""
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
     fits = _grow_pipe(req_w, len(request)) >= len(request)
@@ -264,7 +288,6 @@ def run_submission(
     except (OSError, SandboxError) as exc:
         for fd in (req_r, req_w, res_r, res_w):
             os.close(fd)
-        shutil.rmtree(workdir, ignore_errors=True)
         raise SandboxError(f"cannot start the worker: {exc}") from None
     os.close(req_r)
     os.close(res_w)
@@ -275,18 +298,10 @@ def run_submission(
     if on_spawned is not None:
         on_spawned()
     try:
-        run = _collect(proc, res_r, limits, started)
-        if sandbox.strict and missing_guarantees(run.sandbox):
-            raise SandboxUnavailable(f"--strict-sandbox: the worker for {submission} lacked {why_missing(run.sandbox)}; it was not loaded")
-        if run.status != "completed":
-            # The first probe with no observation is the one running when the worker stopped.
-            pending = [p.name for p in probes if (p.name, 0) not in run.observations]
-            run = replace(run, last_probe=pending[0] if pending and run.load is not None and run.load.ok else None)
-        return run
+        return _collect(proc, res_r, limits, started)
     finally:
         _kill_group(proc.pid)
         os.close(res_r)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _collect(proc: subprocess.Popen[bytes] | ForkedWorker, res_fd: int, limits: WorkerLimits, started: float) -> WorkerRun:
