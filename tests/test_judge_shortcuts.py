@@ -8,11 +8,13 @@ it to the general computation it replaces, on random and hand-made inputs.
 from __future__ import annotations
 
 import ast
+import itertools
 
 import numpy as np
 import pytest
 
 from grader.compare import compare
+from grader.diagnosis import catalogue
 from grader.diagnosis.catalogue import NORMALISE, PRODUCT, SHIFT, _meaningful, softmax_stack
 from grader.diagnosis.replay import Stack, agrees_stack
 from grader.frameworks import imported_modules, parse_source, statements
@@ -157,3 +159,12 @@ def test_parse_source_shares_one_tree_per_text_and_raises_like_ast_parse() -> No
     assert ast.dump(parse_source(text)) == ast.dump(ast.parse(text))
     with pytest.raises(SyntaxError):
         parse_source("def (:\n")
+
+
+@pytest.mark.parametrize("most", [0, 1, 2, 3, 5])
+def test_the_catalogue_is_every_meaningful_choice_with_few_mistakes_in_product_order(most: int) -> None:
+    """build_variants enumerates only the choices it keeps; the plain definition, filtering the
+    whole product, gives the same variants in the same order."""
+    every = [catalogue.Variant(c) for c in itertools.product(*(a.options for a in catalogue.AXES)) if catalogue._meaningful(c)]
+    expected = sorted((v for v in every if len(v.deviations) <= most), key=lambda v: len(v.deviations))
+    assert [v.choice for v in catalogue.build_variants(max_deviations=most)] == [v.choice for v in expected]
