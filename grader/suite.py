@@ -176,6 +176,7 @@ class _Doc:
     def __init__(self, source: str) -> None:
         self.source = source
         self.lines: dict[tuple[str, ...], int] = {}
+        self.scalars = yaml.SafeLoader("")  # one constructor for every scalar: making one is slow
 
     def convert(self, node: yaml.Node, path: tuple[str, ...]) -> Any:
         self.lines.setdefault(path, node.start_mark.line + 1)
@@ -191,7 +192,7 @@ class _Doc:
         if isinstance(node, yaml.SequenceNode):
             return [self.convert(item, path + (str(i),)) for i, item in enumerate(node.value)]
         # Scalars: let the safe constructor decide int / float / bool / str.
-        return yaml.SafeLoader("").construct_object(node, deep=True)
+        return self.scalars.construct_object(node, deep=True)
 
     def line(self, path: tuple[str, ...]) -> int:
         while path and path not in self.lines:
