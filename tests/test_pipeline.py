@@ -234,3 +234,23 @@ def test_stopping_wakes_every_submission_waiting_for_a_slot() -> None:
     slots.stop()
     waiter.join(timeout=10)
     assert not waiter.is_alive() and len(errors) == 1 and "stopped" in str(errors[0])
+
+
+def test_the_replay_is_imported_only_when_a_mistake_is_to_be_named() -> None:
+    """Judging a submission that passes every check needs neither the replay nor the texts of
+    mistakes; a cold `grade` of one does without their import."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from grader.api import grade_file, prepare, JUDGEMENT_MODULES\n"
+        "import importlib\n"
+        "for name in JUDGEMENT_MODULES: importlib.import_module(name)\n"
+        "lazy = ('grader.diagnosis.replay', 'grader.diagnosis.describe', 'grader.diagnosis.scale_fit')\n"
+        "assert not [m for m in lazy if m in sys.modules], 'imported with the judging side'\n"
+        "report = grade_file(Path('submissions_example/correct.py'), prepare())\n"
+        "assert report.passed and not [m for m in lazy if m in sys.modules], 'imported for a passing submission'\n"
+        "report = grade_file(Path('submissions_example/seed_buggy.py'), prepare())\n"
+        "assert 'scale-by-dk' in [d.name for d in report.diagnoses]\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

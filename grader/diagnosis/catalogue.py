@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Callable
 
 import numpy as np
@@ -288,6 +287,8 @@ REFERENCE = Variant(tuple(a.default for a in AXES))
 
 def power_text(p: float) -> str:
     """An exponent as a short fraction where it is one: -0.25 -> "-1/4"."""
+    from fractions import Fraction  # here: only a fitted power is written this way
+
     fraction = Fraction(p).limit_denominator(8)
     if abs(float(fraction) - p) < 0.01:
         return str(fraction)
