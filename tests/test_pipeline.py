@@ -27,6 +27,12 @@ from grader.sandbox import runner
 from grader.sandbox.runner import WorkerLimits, build_request
 
 
+def _run_fresh(code: str) -> None:
+    """Run ``code`` in a new interpreter (what it imports is then its own) and require success."""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
 def _submission(path: Path) -> Submission:
     return Submission(label=str(path), file=path, folder=None, error=None)
 
@@ -104,8 +110,7 @@ def test_the_warmer_imports_the_judging_side_only_once_started() -> None:
         "missing = [m for m in (*JUDGEMENT_MODULES, 'grader.report.text') if m not in sys.modules]\n"
         "assert not missing, missing\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    _run_fresh(code)
     assert JudgementWarmer().modules == JUDGEMENT_MODULES
 
 
@@ -118,8 +123,7 @@ def test_observing_side_does_not_import_the_judging_side() -> None:
         f"early = [m for m in {JUDGEMENT_MODULES!r} + ('rich', 'grader.report.text', 'grader.report.jsonfmt') if m in sys.modules]\n"
         "assert not early, early\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    _run_fresh(code)
 
 
 @pytest.mark.parametrize(
@@ -252,5 +256,4 @@ def test_the_replay_is_imported_only_when_a_mistake_is_to_be_named() -> None:
         "report = grade_file(Path('submissions_example/seed_buggy.py'), prepare())\n"
         "assert 'scale-by-dk' in [d.name for d in report.diagnoses]\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    _run_fresh(code)
