@@ -152,6 +152,8 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
     if options.strict_sandbox:
         _require_isolation()
     prepared = prepare(suite, options)
+    if len(submissions) > 1:
+        collect_garbage_again()
     cache = None
     if not no_cache:
         from grader.cache import ResultCache
@@ -221,6 +223,16 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
         click.echo(f"grade: interrupted: {len(reports)} of {outcome.total} submissions graded; their results are kept", err=True)
         return ExitCode.INTERRUPTED
     return ExitCode.OK if all(r.passed for r in reports) else ExitCode.FAILED
+
+
+def collect_garbage_again() -> None:
+    """Turn the cyclic collector back on (grader.launch turned it off for the start-up), with
+    everything allocated so far frozen: modules and classes live to the end, and later
+    collections need not walk them. A single submission ends the run before it matters."""
+    import gc
+
+    gc.freeze()
+    gc.enable()
 
 
 def _stop_commands() -> str:

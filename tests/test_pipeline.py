@@ -257,3 +257,18 @@ def test_the_replay_is_imported_only_when_a_mistake_is_to_be_named() -> None:
         "assert 'scale-by-dk' in [d.name for d in report.diagnoses]\n"
     )
     _run_fresh(code)
+
+
+def test_the_collector_is_off_for_the_start_and_back_on_for_a_batch() -> None:
+    _run_fresh(
+        "import gc, sys\n"
+        "import grader.cli as cli\n"
+        "seen = []\n"
+        "cli.main = lambda early=None: seen.append(gc.isenabled())\n"
+        "sys.argv = ['grade', '--version']\n"
+        "from grader.launch import main\n"
+        "main()\n"
+        "assert seen == [False], seen\n"
+        "cli.collect_garbage_again()\n"
+        "assert gc.isenabled() and gc.get_freeze_count() > 0\n"
+    )
