@@ -61,7 +61,7 @@ def cli() -> None:
 @click.option("--submission-file", "pattern", metavar="GLOB", help="In a candidate's checkout, grade the one file whose relative path matches GLOB (default: the file that defines the function).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="What to print on stdout.")
 @click.option("--output", "-o", "outputs", multiple=True, metavar="FMT=PATH", help="Also write a report file in FMT (repeatable), e.g. -o junit=report.xml.")
-@click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), metavar="N", help="Submissions graded at once (default: the number of CPUs).")
+@click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), metavar="N", help="Submissions graded at once: at most N workers run at a time (default: the number of CPUs).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar; the text report gives one line per submission.")
 @click.option("--no-cache", "no_cache", is_flag=True, help="Neither reuse nor store cached results.")
 @click.option("--cache-dir", "cache_dir", type=click.Path(path_type=Path), envvar="GRADER_CACHE_DIR", show_envvar=True, help="Where results are cached (default: ~/.cache/attention-grader).")
