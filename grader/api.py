@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # What judging needs and observing does not. Imported on first use, not with this module, so that
 # a single cold `grade` can import them in the background while its one worker runs (see
-# warm_judgement): about a third of a cold start's imports.
+# JudgementWarmer): about a third of a cold start's imports.
 JUDGEMENT_MODULES = ("grader.checks", "grader.diagnosis.engine", "grader.diagnosis.locate", "grader.returns", "grader.report.model")
 
 # How long importing torch / jax may take before the submission's own clock starts

@@ -27,7 +27,7 @@ from grader.discover import Submission, TooLarge
 from grader.errors import GraderError, SandboxError
 from grader.sandbox.forkserver import ForkServer
 
-if TYPE_CHECKING:  # the report side is imported while the first worker runs (warm_judgement)
+if TYPE_CHECKING:  # the report side is imported while the first worker runs (JudgementWarmer)
     from grader.cache import ResultCache
     from grader.report.model import Report
 
