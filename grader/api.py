@@ -44,6 +44,8 @@ FRAMEWORK_PROCESSES = 512
 
 @dataclass(frozen=True)
 class Options:
+    """What a caller may change of the suite's settings for one run."""
+
     function: str | None = None  # overrides the suite's function name
     timeout_s: float | None = None  # overrides the suite's limits
     memory_mb: int | None = None

@@ -46,6 +46,8 @@ def default_jobs() -> int:
 
 @dataclass(frozen=True)
 class BatchOutcome:
+    """The reports of a batch, and whether Ctrl-C cut it short."""
+
     reports: dict[int, Report]  # by the submission's index in the discovered list
     interrupted: bool
     total: int

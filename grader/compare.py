@@ -17,6 +17,8 @@ from grader.suite import Tolerance
 
 @dataclass(frozen=True)
 class Mismatch:
+    """How an array differs from the expected one: counts, the largest differences, the worst element."""
+
     mismatched: int
     total: int
     max_abs: float

@@ -57,6 +57,8 @@ class TooLarge(Exception):
 
 @dataclass(frozen=True)
 class Rule:
+    """How the submission file is found in a candidate's checkout."""
+
     function: str = "attention"
     pattern: str | None = None  # --submission-file
     conventional: tuple[str, ...] = CONVENTIONAL

@@ -30,6 +30,8 @@ class EntryError(ValueError):
 
 @dataclass(frozen=True)
 class Entry:
+    """The suite's entry point: the file, and the function in it, that a checkout must provide."""
+
     path: PurePosixPath  # relative to the candidate's folder
     function: str | None  # None: the suite's function
 

@@ -22,6 +22,8 @@ class MalformedMessage(ValueError):
 
 @dataclass(frozen=True)
 class ErrorInfo:
+    """An exception the submission raised: type, message and where in its own code."""
+
     type: str
     message: str
     line: int | None = None
@@ -63,6 +65,8 @@ class Value:
 
 @dataclass(frozen=True)
 class Observation:
+    """What one call of the submission's function did: returned a value or raised."""
+
     probe: str
     call: int
     status: Literal["returned", "raised"]
@@ -74,6 +78,8 @@ class Observation:
 
 @dataclass(frozen=True)
 class LoadInfo:
+    """Whether the worker imported the file and found a callable function."""
+
     ok: bool
     reason: str = ""  # "load-error" or "function-missing" when not ok
     error: ErrorInfo | None = None
@@ -86,6 +92,8 @@ class LoadInfo:
 
 @dataclass(frozen=True)
 class CapturedOutput:
+    """What the submission printed: the start of it, and how much there was."""
+
     text: str
     total_bytes: int
     kept_bytes: int
@@ -97,6 +105,8 @@ class CapturedOutput:
 
 @dataclass(frozen=True)
 class WorkerRun:
+    """Everything the worker reported about one submission, and how it ended."""
+
     status: WorkerStatus
     load: LoadInfo | None
     observations: dict[tuple[str, int], Observation]

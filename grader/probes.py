@@ -47,6 +47,8 @@ FRESH_DK = (2, 48)  # key sizes from this one: away from the stored head sizes t
 
 @dataclass(frozen=True)
 class Probe:
+    """One set of inputs the worker calls the function on, from a stored or a fresh case."""
+
     name: str
     case: str
     kind: str  # "values", "identity"

@@ -56,6 +56,8 @@ def reference_dir_for(suite: Suite) -> Path:
 
 @dataclass(frozen=True)
 class CaseData:
+    """A stored case's inputs and its reference weights and output."""
+
     case: Case
     Q: np.ndarray
     K: np.ndarray
@@ -66,6 +68,8 @@ class CaseData:
 
 @dataclass(frozen=True)
 class ReferenceSet:
+    """The verified references of a suite, by case."""
+
     directory: Path
     cases: dict[str, CaseData]
 

@@ -24,6 +24,8 @@ MAX_HELPER_BYTES = 1024 * 1024
 
 @dataclass(frozen=True)
 class Submission:
+    """A submission read as data: its file, framework and how the worker loads it."""
+
     file: Path  # the .py file or notebook that runs
     framework: Framework
     plan: LoadPlan

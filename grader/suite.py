@@ -79,6 +79,8 @@ class MaskSpec:
 
 @dataclass(frozen=True)
 class Case:
+    """One stored case of a suite: its sizes and the seed of its inputs."""
+
     name: str
     seed: int
     shape: Shape
@@ -88,6 +90,8 @@ class Case:
 
 @dataclass(frozen=True)
 class CheckSpec:
+    """One check of a suite: what it checks, on which cases, for how many points."""
+
     id: str
     kind: str
     points: float
@@ -106,6 +110,8 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class Limits:
+    """A suite's limits for each worker."""
+
     timeout_s: float
     memory_mb: int
     output_bytes: int
@@ -113,6 +119,8 @@ class Limits:
 
 @dataclass(frozen=True)
 class Suite:
+    """What a take-home asks for: the function, the cases, the checks and their points."""
+
     name: str
     version: int
     function: str

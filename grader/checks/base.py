@@ -37,6 +37,8 @@ class CaseResult:
 
 @dataclass(frozen=True)
 class CheckResult:
+    """One check's verdict on one submission: points, summary and the cases behind it."""
+
     id: str
     kind: str
     title: str
@@ -54,6 +56,8 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class CheckContext:
+    """What every check reads: the suite, the references, the worker's run and the probes."""
+
     suite: Suite
     refs: ReferenceSet
     run: WorkerRun

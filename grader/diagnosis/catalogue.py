@@ -28,6 +28,8 @@ Size = Callable[[Array, Array, Array], float]
 
 @dataclass(frozen=True, eq=False)  # compared by identity: two options are never "the same mistake" by value
 class Option:
+    """One way of writing one step of attention: the correct way, or a known mistake."""
+
     name: str  # how the option reads in a message: "1/d_k", "K.T", "axis -2"
     diagnosis: str | None  # the Rule name this mistake is reported as; None for the correct option
     # A function for the scale and product axes; for the others the setting the replay reads
@@ -43,6 +45,8 @@ class Option:
 
 @dataclass(frozen=True)
 class Axis:
+    """One step of attention (the scale, the product, ...) and the ways it is written."""
+
     name: str
     options: tuple[Option, ...]  # the first one is the correct behaviour
 
@@ -188,6 +192,8 @@ def softmax_variant(x: Array, norm: Norm | str, shift: str) -> Array:
 
 @dataclass(frozen=True)
 class Variant:
+    """An attention as written with one option on every axis: the reference, or up to three mistakes."""
+
     choice: tuple[Option, ...]  # one option per axis, in AXES order
     deviations: tuple[Option, ...] = field(init=False, repr=False, compare=False)
     others: tuple[Option, ...] = field(init=False, repr=False, compare=False)  # every option but the scale

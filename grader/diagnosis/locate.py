@@ -46,6 +46,8 @@ class Factor:
 
 @dataclass
 class Source:
+    """A submission's source, parsed once, with its lines for quoting."""
+
     path: str
     lines: list[str]
     tree: ast.Module
@@ -338,6 +340,8 @@ def factor(source: Source, node: ast.expr, depth: int = 0) -> Factor | None:
 
 @dataclass(frozen=True)
 class ScaleSite:
+    """An expression of the source that scales the scores, and by how much."""
+
     node: ast.AST
     factor: Factor  # the effect on the scores: d_k^-0.5 for "/ np.sqrt(d_k)"
 

@@ -34,6 +34,8 @@ from grader.suite import Suite, Tolerance
 
 @dataclass(frozen=True)
 class _Hypothesis:
+    """One way a mask may have been applied, with the weights it predicts."""
+
     names: tuple[str, ...]  # () is correct handling
     weights: np.ndarray
     rows: np.ndarray  # which rows to compare (boolean over the leading axes and T_q)

@@ -20,6 +20,8 @@ class Location:
 
 @dataclass(frozen=True)
 class Diagnosis:
+    """A named mistake found in a submission, with its evidence, the fix and where it is."""
+
     code: str
     name: str
     severity: Severity

@@ -14,6 +14,8 @@ Severity = Literal["error", "warning"]
 
 @dataclass(frozen=True)
 class Rule:
+    """A diagnosis the grader can give: its code, name, severity, explanation and fix."""
+
     code: str
     name: str
     severity: Severity

@@ -94,6 +94,8 @@ _RAW: OwnerMemo[Raw] = OwnerMemo()
 
 @dataclass
 class Evidence:
+    """The probes, what the submission returned for each, and the variants' verdicts on them."""
+
     probes: dict[str, Probe]
     observed: dict[str, Observation]  # the first call of each probe
     tolerances: dict[str, Tolerance]  # per probe: large-input probes are judged more loosely
@@ -289,6 +291,8 @@ def discrimination(probe: Probe) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class ScalePoint:
+    """The scale a submission applied on one probe, with the sizes of that probe."""
+
     probe: str
     sizes: dict[str, int]
     scale: float

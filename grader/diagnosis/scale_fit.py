@@ -20,6 +20,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class ScaleFit:
+    """The single factor that best explains a probe's weights, and how well it does."""
+
     scale: float
     r2: float
     points: int

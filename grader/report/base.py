@@ -20,6 +20,8 @@ FORMATS: tuple[Format, ...] = ("text", "json", "junit", "gradescope", "csv", "ma
 
 @dataclass(frozen=True)
 class RunInfo:
+    """What reporters need to know of the run besides the reports."""
+
     suite_name: str
     max_score: float
     quiet: bool = False

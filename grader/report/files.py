@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class OutputSpec:
+    """One --output FMT=PATH: a report file to write."""
+
     fmt: Format
     path: Path
 

@@ -12,6 +12,8 @@ from grader.sandbox.isolation import Layer
 
 @dataclass(frozen=True)
 class Report:
+    """Everything known about one graded submission, with no rendering code."""
+
     path: str
     function: str
     suite: str

@@ -10,6 +10,8 @@ from grader.report.model import Report
 
 @dataclass(frozen=True)
 class RunSummary:
+    """The end of a batch in numbers: verdicts, frequent diagnoses, slowest submissions."""
+
     total: int
     passed: int
     failed: int  # failed a check

@@ -14,7 +14,6 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.segment import Segment
-from rich.table import Table
 from rich.text import Text
 
 from grader.diagnosis.model import Diagnosis
@@ -134,6 +133,8 @@ def one_line(report: Report) -> Text:
 
 def summary_table(summary: RunSummary) -> Group:
     """The end of a batch: verdict counts, the most frequent diagnoses, the slowest submissions."""
+    from rich.table import Table  # here: a report of one submission needs no table
+
     counts = Text.assemble(
         (f"{summary.passed} passed", "bold green"), ", ",
         (f"{summary.failed} failed", "bold red" if summary.failed else ""), ", ",

@@ -121,6 +121,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Layer:
+    """One isolation layer of a worker, and whether it is in force."""
+
     name: str  # "rlimits", "no-new-privs", "landlock-fs", ...
     active: bool
     detail: str  # why inactive, or what it does
@@ -172,6 +174,8 @@ def why_missing(layers: Iterable[Layer]) -> str:
 
 @dataclass(frozen=True)
 class Policy:
+    """What one worker may read and write, and its resource limits."""
+
     workdir: str  # the worker's private temp folder: the only writable place
     readable: tuple[str, ...]  # folders/files the worker may read and execute
     hidden: tuple[str, ...]  # never readable, even below a readable folder
@@ -756,6 +760,8 @@ def _layer_mount(policy: Policy, hidden: list[str], reach_for: tuple[int, int] |
 
 @dataclass
 class _Rulesets:
+    """The Landlock rulesets built for a worker, before they are enforced."""
+
     abi: int
     fs_fd: int | None = None
     net_fd: int | None = None

@@ -28,6 +28,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class SandboxSettings:
+    """The grader's demands on every worker's sandbox."""
+
     strict: bool = False  # refuse to load a submission unless every guarantee holds
     hidden: tuple[str, ...] = ()  # more paths the worker must not read (the suite's references)
     layers: frozenset[str] | None = None  # apply only these layers (tests); None: every layer

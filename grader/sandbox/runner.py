@@ -50,6 +50,8 @@ WORKER_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sand
 
 @dataclass(frozen=True)
 class WorkerLimits:
+    """The limits the grader enforces on one worker."""
+
     timeout_s: float = 10.0
     memory_mb: int = 1024
     output_bytes: int = 64 * 1024
