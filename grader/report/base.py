@@ -58,7 +58,7 @@ def make_reporter(fmt: Format, stream: IO[str], info: RunInfo) -> Reporter:
     if fmt == "json":
         from grader.report.jsonfmt import JsonReporter
 
-        return JsonReporter(stream, info.suite_name, info.max_score)
+        return JsonReporter(stream, info)
     if fmt == "junit":
         from grader.report.junit import JunitReporter
 

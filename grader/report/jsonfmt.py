@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from grader.checks.base import CaseResult, CheckResult
 from grader.compare import Mismatch
 from grader.diagnosis.model import Diagnosis, Location
 from grader.observation import CapturedOutput
+from grader.report.base import DocumentReporter
 from grader.report.layout import readable_json
 from grader.report.model import Report
 from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
@@ -147,22 +148,12 @@ def document(reports: list[Report], suite_name: str, max_score: float) -> dict[s
     }
 
 
-class JsonReporter:
+class JsonReporter(DocumentReporter):
     """Collects every report and writes one document at the end."""
 
-    streaming = False
-
-    def __init__(self, stream: IO[str], suite_name: str, max_score: float) -> None:
-        self.stream = stream
-        self.suite_name = suite_name
-        self.max_score = max_score
-        self.reports: list[Report] = []
-
-    def add(self, report: Report) -> None:
-        self.reports.append(report)
-
     def finish(self) -> None:
-        self.stream.write(readable_json(document(self.reports, self.suite_name, self.max_score), allow_nan=False) + "\n")
+        whole = document(self.reports, self.info.suite_name, self.info.max_score)
+        self.stream.write(readable_json(whole, allow_nan=False) + "\n")
 
 
 # --------------------------------------------------------------------------------------------
