@@ -210,7 +210,7 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
         from grader.report.summary import RunSummary
         from grader.report.text import summary_table
 
-        Console(stderr=True).print(summary_table(RunSummary.of(reports)))
+        Console(stderr=True, emoji=False).print(summary_table(RunSummary.of(reports)))
     if resume is not None:
         click.echo(f"::{resume}::")
     if in_actions:

@@ -16,8 +16,9 @@ and ``from src.model.utils import`` work as well. See :func:`load_plan`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from grader.record import record
 
 SUBMISSION_SUFFIXES = (".py", ".ipynb")
 # When a candidate folder is graded with no entry in the suite: these names, in this order.
@@ -28,7 +29,7 @@ class EntryError(ValueError):
     """This candidate's folder has no usable entry file; str() is one line."""
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     """The suite's entry point: the file, and the function in it, that a checkout must provide."""
 
@@ -79,7 +80,7 @@ def conventional_file(folder: Path) -> Path:
     raise EntryError(f"no {', '.join(CONVENTIONAL[:-1])} or {CONVENTIONAL[-1]} in the candidate's folder; name the file with `entry:` in the suite")
 
 
-@dataclass(frozen=True)
+@record
 class LoadPlan:
     """How the worker loads one submission file."""
 

@@ -6,11 +6,12 @@ the result pipe itself), so each field is checked here before anything else read
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 import numpy as np
 
+from grader.record import record
 from grader.sandbox.isolation import Layer
 
 WorkerStatus = Literal["completed", "timeout", "memory", "crashed", "protocol-error"]
@@ -20,7 +21,7 @@ class MalformedMessage(ValueError):
     pass
 
 
-@dataclass(frozen=True)
+@record
 class ErrorInfo:
     """An exception the submission raised: type, message and where in its own code."""
 
@@ -46,7 +47,7 @@ class ErrorInfo:
         return text if len(text) <= 140 else text[:137] + "..."
 
 
-@dataclass(frozen=True)
+@record
 class Value:
     """A returned value: its type name, and its array when it was array-like."""
 
@@ -63,7 +64,7 @@ class Value:
         return self.array is not None
 
 
-@dataclass(frozen=True)
+@record
 class Observation:
     """What one call of the submission's function did: returned a value or raised."""
 
@@ -76,7 +77,7 @@ class Observation:
     inputs_after: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class LoadInfo:
     """Whether the worker imported the file and found a callable function."""
 
@@ -90,7 +91,7 @@ class LoadInfo:
     available: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class CapturedOutput:
     """What the submission printed: the start of it, and how much there was."""
 
@@ -103,7 +104,7 @@ class CapturedOutput:
         return self.total_bytes - self.kept_bytes
 
 
-@dataclass(frozen=True)
+@record
 class WorkerRun:
     """Everything the worker reported about one submission, and how it ended."""
 

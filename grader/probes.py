@@ -20,10 +20,11 @@ the grader with the float64 reference (``grader.attention.attention``).
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
+from grader.record import record
 from grader.refdata import GRID, ReferenceSet
 from grader.suite import Shape, Suite, Tolerance
 
@@ -45,7 +46,7 @@ FRESH_SIZES = (2, 16)  # token and value sizes of fresh cases are drawn from thi
 FRESH_DK = (2, 48)  # key sizes from this one: away from the stored head sizes too
 
 
-@dataclass(frozen=True)
+@record
 class Probe:
     """One set of inputs the worker calls the function on, from a stored or a fresh case."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from grader.attention import exact_attention
 from grader.errors import ReferenceDataError
 from grader.masks import case_mask
 from grader.fsutil import write_atomically
+from grader.record import record
 from grader.suite import Case, Suite, load_suite
 
 MANIFEST = "manifest.json"
@@ -54,7 +54,7 @@ def reference_dir_for(suite: Suite) -> Path:
     return suite.references if suite.references is not None else default_reference_dir()
 
 
-@dataclass(frozen=True)
+@record
 class CaseData:
     """A stored case's inputs and its reference weights and output."""
 
@@ -66,7 +66,7 @@ class CaseData:
     output: np.ndarray
 
 
-@dataclass(frozen=True)
+@record
 class ReferenceSet:
     """The verified references of a suite, by case."""
 

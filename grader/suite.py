@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -18,6 +18,7 @@ import yaml
 
 from grader.entry import Entry, parse_entry
 from grader.errors import SuiteError
+from grader.record import record
 
 CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch", "cross", "stability", "mutation", "determinism", "fresh", "mask")
 # Kinds that need no stored case: `fresh` draws its own inputs at grading time.
@@ -32,7 +33,7 @@ GROUPS = ("values", "batch", "masks")
 FRAMEWORK_SETTINGS = ("auto", "numpy", "torch", "jax")
 
 
-@dataclass(frozen=True)
+@record
 class Shape:
     """Sizes of one case. ``batch`` holds the leading axes: () for a single sequence."""
 
@@ -62,7 +63,7 @@ class Shape:
         return f"{lead}T_q={self.tq}, T_k={self.tk}, d_k={self.dk}, d_v={self.dv}"
 
 
-@dataclass(frozen=True)
+@record
 class MaskSpec:
     """A boolean mask (True = keep) of the scores' shape (..., T_q, T_k), see grader/masks.py.
 
@@ -77,7 +78,7 @@ class MaskSpec:
         return "causal mask" if self.kind == "causal" else f"padding mask (key lengths {list(self.lengths)})"
 
 
-@dataclass(frozen=True)
+@record
 class Case:
     """One stored case of a suite: its sizes and the seed of its inputs."""
 
@@ -88,7 +89,7 @@ class Case:
     mask: MaskSpec | None = None
 
 
-@dataclass(frozen=True)
+@record
 class CheckSpec:
     """One check of a suite: what it checks, on which cases, for how many points."""
 
@@ -100,7 +101,7 @@ class CheckSpec:
     title: str
 
 
-@dataclass(frozen=True)
+@record
 class Tolerance:
     """An element matches when |actual - expected| <= atol + rtol * |expected| (numpy's isclose)."""
 
@@ -108,7 +109,7 @@ class Tolerance:
     atol: float
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     """A suite's limits for each worker."""
 
@@ -117,7 +118,7 @@ class Limits:
     output_bytes: int
 
 
-@dataclass(frozen=True)
+@record
 class Suite:
     """What a take-home asks for: the function, the cases, the checks and their points."""
 

@@ -259,6 +259,24 @@ def test_the_replay_is_imported_only_when_a_mistake_is_to_be_named() -> None:
     _run_fresh(code)
 
 
+def test_a_terminal_report_of_a_mistake_needs_no_emoji_table_and_no_fractions() -> None:
+    """rich's table of emoji names (a fifth of its import) is loaded only to read ":name:" in
+    markup, which the reports never use; a fitted power is written without the fractions module."""
+    code = (
+        "import io, sys\n"
+        "from pathlib import Path\n"
+        "from grader.api import grade_file, prepare\n"
+        "from grader.report.base import RunInfo\n"
+        "from grader.report.text import text_reporter\n"
+        "report = grade_file(Path('tests/corpus/buggy/scale-other.py'), prepare())\n"
+        "out = io.StringIO()\n"
+        "text_reporter(out, RunInfo('default', 10.0)).add(report)\n"
+        "assert 'd_k^-1/4' in out.getvalue() and 'scale-other' in out.getvalue(), out.getvalue()\n"
+        "assert 'rich._emoji_codes' not in sys.modules and 'fractions' not in sys.modules\n"
+    )
+    _run_fresh(code)
+
+
 def test_the_collector_is_off_for_the_start_and_back_on_for_a_batch() -> None:
     _run_fresh(
         "import gc, sys\n"

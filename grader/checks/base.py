@@ -7,7 +7,7 @@ and no diagnosis: naming the bug is the diagnosis engine's job, which reads the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -15,13 +15,14 @@ import numpy as np
 from grader.compare import Mismatch, compare
 from grader.observation import Observation, WorkerRun
 from grader.probes import Probe
+from grader.record import record
 from grader.refdata import ReferenceSet
 from grader.suite import CheckSpec, Suite, Tolerance
 
 Outcome = Literal["passed", "failed", "skipped", "error"]
 
 
-@dataclass(frozen=True)
+@record
 class CaseResult:
     """One comparison inside a check: one probe of one case."""
 
@@ -35,7 +36,7 @@ class CaseResult:
     expected: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@record
 class CheckResult:
     """One check's verdict on one submission: points, summary and the cases behind it."""
 
@@ -54,7 +55,7 @@ class CheckResult:
         return self.outcome == "passed"
 
 
-@dataclass(frozen=True)
+@record
 class CheckContext:
     """What every check reads: the suite, the references, the worker's run and the probes."""
 

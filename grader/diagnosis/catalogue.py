@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable
 
 import numpy as np
+
+from grader.record import record
 
 Array = np.ndarray
 Size = Callable[[Array, Array, Array], float]
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: two options are never "the same mistake" by value
+@record(eq=False)  # compared by identity: two options are never "the same mistake" by value
 class Option:
     """One way of writing one step of attention: the correct way, or a known mistake."""
 
@@ -43,7 +45,7 @@ class Option:
         return (self.diagnosis, *self.also) if self.diagnosis is not None else ()
 
 
-@dataclass(frozen=True)
+@record
 class Axis:
     """One step of attention (the scale, the product, ...) and the ways it is written."""
 
@@ -190,7 +192,7 @@ def softmax_variant(x: Array, norm: Norm | str, shift: str) -> Array:
     return softmax_stack(x[None], norm, shift)[0]
 
 
-@dataclass(frozen=True)
+@record
 class Variant:
     """An attention as written with one option on every axis: the reference, or up to three mistakes."""
 
@@ -292,13 +294,13 @@ REFERENCE = Variant(tuple(a.default for a in AXES))
 
 
 def power_text(p: float) -> str:
-    """An exponent as a short fraction where it is one: -0.25 -> "-1/4"."""
-    from fractions import Fraction  # here: only a fitted power is written this way
-
-    fraction = Fraction(p).limit_denominator(8)
-    if abs(float(fraction) - p) < 0.01:
-        return str(fraction)
-    return f"{p:.3g}"
+    """An exponent as a short fraction where it is one: -0.25 -> "-1/4". The nearest fraction
+    with a denominator up to 8 (the smaller denominator of two as near), if within 0.01."""
+    near = [(round(p * q), q) for q in range(1, 9)]
+    error, top, bottom = min((abs(n / q - p), n, q) for n, q in near if math.gcd(n, q) == 1)
+    if error >= 0.01:
+        return f"{p:.3g}"
+    return str(top) if bottom == 1 else f"{top}/{bottom}"
 
 
 def formula(size: str, c: float, p: float) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 from grader.diagnosis.model import Diagnosis, Location
 from grader.frameworks import parse_source
 from grader.notebook import NotebookSource
+from grader.record import record
 
 MAX_BYTES = 100_000  # a submission larger than this is not parsed (real ones are a few KB)
 MAX_NODES = 40_000  # nor one whose syntax tree is larger: locating must stay a few milliseconds
@@ -36,7 +37,7 @@ AXIS_SIZES = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Factor:
     """What a scale expression is made of: a size (d_k, T_q, ..., "const", "?") and its power."""
 
@@ -338,7 +339,7 @@ def factor(source: Source, node: ast.expr, depth: int = 0) -> Factor | None:
     return None
 
 
-@dataclass(frozen=True)
+@record
 class ScaleSite:
     """An expression of the source that scales the scores, and by how much."""
 

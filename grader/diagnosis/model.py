@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from grader.diagnosis.registry import BY_NAME, Severity
+from grader.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Location:
     """Where in the submission the mistake most likely is (found after the evidence named it)."""
 
@@ -18,7 +19,7 @@ class Location:
     cell: int | None = None  # for notebooks: the code cell, counting from 1
 
 
-@dataclass(frozen=True)
+@record
 class Diagnosis:
     """A named mistake found in a submission, with its evidence, the fix and where it is."""
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 import errno
 import io
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from grader.errors import OutputError, UsageError
 from grader.fsutil import write_atomically
+from grader.record import record
 from grader.report.base import FORMATS, Format, RunInfo, make_reporter
 
 if TYPE_CHECKING:
     from grader.report.model import Report
 
 
-@dataclass(frozen=True)
+@record
 class OutputSpec:
     """One --output FMT=PATH: a report file to write."""
 

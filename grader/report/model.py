@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from grader.checks.base import CheckResult
 from grader.diagnosis.model import Diagnosis
 from grader.observation import CapturedOutput
+from grader.record import record
 from grader.sandbox.isolation import Layer
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     """Everything known about one graded submission, with no rendering code."""
 

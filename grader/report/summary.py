@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
+from grader.record import record
 from grader.report.model import Report
 
 
-@dataclass(frozen=True)
+@record
 class RunSummary:
     """The end of a batch in numbers: verdicts, frequent diagnoses, slowest submissions."""
 

@@ -1,8 +1,8 @@
 """The terminal report, rendered with rich.
 
 One line per check, then a panel per diagnosis (what was measured, why it matters, the fix), then
-what the submission printed. Every piece of text that came from the submission goes through
-``escape`` so that it cannot inject rich markup.
+what the submission printed. Every piece of text is a rich Text, never markup: what came from the
+submission cannot inject markup, and no title is parsed for markup or emoji names.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import sys
 from typing import IO, Iterator
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType
-from rich.markup import escape
 from rich.panel import Panel
 from rich.segment import Segment
 from rich.text import Text
@@ -64,8 +63,9 @@ def diagnosis_panel(d: Diagnosis) -> Panel:
         parts.append(Text.assemble(("Why       ", "bold"), rule.why))
     parts.append(Text.assemble(("Fix       ", "bold"), (d.fix, "green")))
     color = "red" if d.severity == "error" else "yellow"
-    title = f"[bold {color}]{escape(d.code)} {escape(d.name)}[/] [dim]({d.severity})[/]"
-    subtitle = f"[dim]grade --explain {escape(d.name)}[/]"
+    # Titles as Text, not markup: nothing in them is read as markup (or as an emoji name).
+    title = Text.assemble((f"{d.code} {d.name}", f"bold {color}"), " ", (f"({d.severity})", "dim"))
+    subtitle = Text(f"grade --explain {d.name}", style="dim")
     return Panel(Group(*parts), title=title, title_align="left", subtitle=subtitle, subtitle_align="right", border_style=color)
 
 
@@ -80,7 +80,7 @@ def output_block(report: Report) -> RenderableType | None:
         note += f"; showing the first {min(len(lines), OUTPUT_LINES)} lines"
         if out.truncated_bytes:
             note += f" ({out.truncated_bytes} bytes were cut)"
-    return Panel(Text(shown), title=f"[dim]{escape(note)}[/]", title_align="left", border_style="dim")
+    return Panel(Text(shown), title=Text(note, style="dim"), title_align="left", border_style="dim")
 
 
 def sandbox_line(layers: tuple[Layer, ...]) -> Text:
@@ -184,5 +184,5 @@ class TextReporter:
 
 def text_reporter(stream: IO[str], info: RunInfo) -> TextReporter:
     if stream is sys.stdout:
-        return TextReporter(Console(highlight=False), quiet=info.quiet)  # colours on a terminal only
-    return TextReporter(Console(file=stream, highlight=False, color_system=None, width=100), quiet=info.quiet)
+        return TextReporter(Console(highlight=False, emoji=False), quiet=info.quiet)  # colours on a terminal only
+    return TextReporter(Console(file=stream, highlight=False, emoji=False, color_system=None, width=100), quiet=info.quiet)

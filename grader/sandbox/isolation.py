@@ -104,6 +104,8 @@ from collections.abc import Callable, Collection, Iterable
 from typing import NoReturn
 from dataclasses import dataclass
 
+from grader.record import record
+
 __all__ = [
     "GUARANTEES",
     "LAYER_NAMES",
@@ -119,7 +121,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Layer:
     """One isolation layer of a worker, and whether it is in force."""
 
@@ -172,7 +174,7 @@ def why_missing(layers: Iterable[Layer]) -> str:
     return "; ".join(reasons)
 
 
-@dataclass(frozen=True)
+@record
 class Policy:
     """What one worker may read and write, and its resource limits."""
 

@@ -16,17 +16,17 @@ request and computes nothing from the submission, whose code it has not loaded y
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from grader.record import record
 from grader.refdata import default_reference_dir, default_suite_path
 from grader.sandbox.isolation import GUARANTEES, default_readable_paths
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
-@dataclass(frozen=True)
+@record
 class SandboxSettings:
     """The grader's demands on every worker's sandbox."""
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import math
 import struct
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from grader.record import record
 
 MAGIC = b"GRD1"
 # Array dtypes that may cross the boundary. Anything else (object, structured, datetime, ...) is
@@ -42,7 +43,7 @@ def _dtype_name(array: np.ndarray) -> str:
     return str(dtype.str)
 
 
-@dataclass(frozen=True)
+@record
 class EncodedArrays:
     """Arrays already laid out for a frame: encode once, send in many frames."""
 
