@@ -83,7 +83,7 @@ def test_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         point.x = 2  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        del point.y  # type: ignore[misc]
+        del point.y
 
 
 def test_the_dataclass_tools_still_apply() -> None:
@@ -93,6 +93,10 @@ def test_the_dataclass_tools_still_apply() -> None:
     assert dataclasses.replace(point, y=5) == Point(1, 5, tags=("a",))
     assert dataclasses.astuple(point) == (1, 2, "", "", ("a",))
     assert Point.__match_args__ == ("x", "y", "label", "secret", "tags")
+
+
+def test_records_without_fields_are_all_equal() -> None:
+    assert Empty() == Empty() and hash(Empty()) == hash(EmptyTwin()) and repr(Empty()) == "Empty()"
 
 
 def test_identity_records_compare_by_identity() -> None:
@@ -111,3 +115,84 @@ def test_a_record_that_holds_itself_has_a_finite_repr() -> None:
 def test_unhashable_fields_make_an_unhashable_record_as_with_dataclasses() -> None:
     with pytest.raises(TypeError):
         hash(Holder())
+
+
+@record
+class Built:
+    """Every way a field gets its value."""
+
+    a: int
+    b: list[int] = field(default_factory=list)
+    c: str = "c"
+    late: int = field(default=7, init=False)
+    fresh: list[int] = field(default_factory=list, init=False)
+    derived: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "derived", self.a * 2)
+
+
+@dataclass(frozen=True)
+class BuiltTwin:
+    """Every way a field gets its value."""
+
+    a: int
+    b: list[int] = field(default_factory=list)
+    c: str = "c"
+    late: int = field(default=7, init=False)
+    fresh: list[int] = field(default_factory=list, init=False)
+    derived: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "derived", self.a * 2)
+
+
+CALLS = [((1,), {}), ((1, [2]), {}), ((1,), {"c": "x"}), ((), {"a": 3, "b": [4], "c": "y"}), ((1, [2], "z"), {})]
+BAD_CALLS = [((), {}), ((1, [2], "z", 4), {}), ((1,), {"a": 2}), ((1,), {"late": 2}), ((1,), {"nope": 2}), ((), {"c": "x"})]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS, ids=repr)
+def test_the_constructor_gives_every_field_the_dataclass_value(args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+    mine, theirs = Built(*args, **kwargs), BuiltTwin(*args, **kwargs)  # type: ignore[arg-type]
+    assert dataclasses.asdict(mine) == dataclasses.asdict(theirs)
+    assert repr(mine) == repr(theirs).replace("BuiltTwin(", "Built(")
+
+
+@pytest.mark.parametrize(("args", "kwargs"), BAD_CALLS, ids=repr)
+def test_the_constructor_refuses_what_the_dataclass_refuses(args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+    with pytest.raises(TypeError) as theirs:
+        BuiltTwin(*args, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as mine:
+        Built(*args, **kwargs)  # type: ignore[arg-type]
+    assert str(mine.value) == str(theirs.value).replace("BuiltTwin.", "Built.")
+
+
+def test_each_instance_gets_its_own_factory_value() -> None:
+    one, two = Built(1), Built(2)
+    assert one.b is not two.b and one.fresh is not two.fresh
+    assert one.derived == 2 and two.derived == 4
+
+
+def test_replace_refuses_a_field_outside_the_constructor_as_dataclasses_does() -> None:
+    with pytest.raises(ValueError):
+        dataclasses.replace(Built(1), late=3)
+    assert dataclasses.replace(Built(1), c="q") == Built(1, c="q")
+
+
+@record
+class Empty:
+    """No fields."""
+
+
+@dataclass(frozen=True)
+class EmptyTwin:
+    """No fields."""
+
+
+@pytest.mark.parametrize(("mine", "theirs"), [(Empty, EmptyTwin), (Token, dataclass(frozen=True)(type("TokenTwin", (), {"__annotations__": {"name": "str"}})))])
+def test_too_many_arguments_are_worded_as_by_the_dataclass(mine: type, theirs: type) -> None:
+    with pytest.raises(TypeError) as expected:
+        theirs(1, 2)
+    with pytest.raises(TypeError) as got:
+        mine(1, 2)
+    assert str(got.value) == str(expected.value).replace(theirs.__qualname__, mine.__qualname__)
