@@ -19,7 +19,8 @@ the grader with the float64 reference (``grader.attention.attention``).
 
 from __future__ import annotations
 
-import secrets
+import os
+import random
 from dataclasses import replace
 
 import numpy as np
@@ -86,8 +87,8 @@ def _add(probes: dict[str, Probe], probe: Probe) -> None:
 def build_probes(suite: Suite, refs: ReferenceSet, fresh_seed: int | None = None) -> list[Probe]:
     """Every probe the suite's checks need, each once, in the order of the checks.
 
-    ``fresh_seed`` is for tests only; by default the fresh cases come from a seed drawn with
-    ``secrets`` that is kept nowhere.
+    ``fresh_seed`` is for tests only; by default the fresh cases come from 128 bits of the
+    operating system's randomness, kept nowhere.
     """
     probes: dict[str, Probe] = {}
     for check in suite.checks:
@@ -112,33 +113,56 @@ def build_probes(suite: Suite, refs: ReferenceSet, fresh_seed: int | None = None
     return list(probes.values())
 
 
-def _distinct_sizes(rng: np.random.Generator, batch: tuple[int, ...]) -> Shape:
+class Draws:
+    """The random numbers of the fresh cases: Python's generator, with numpy turning its bits into
+    normal values (Box-Muller). numpy.random would do as well, but importing it costs a cold
+    ``grade`` 15 to 20 ms, and a handful of sizes and a few thousand values are all it draws."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def integer(self, low: int, high: int) -> int:
+        """From low to high, both included."""
+        return self.rng.randint(low, high)
+
+    def normal(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Standard normal values of the given shape."""
+        count = int(np.prod(shape, dtype=np.int64))
+        pairs = (count + 1) // 2
+        bits = np.frombuffer(self.rng.randbytes(16 * pairs), dtype="<u8")
+        uniform = ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53  # in (0, 1): log is finite
+        radius = np.sqrt(-2.0 * np.log(uniform[:pairs]))
+        angle = 2.0 * np.pi * uniform[pairs:]
+        return np.concatenate((radius * np.cos(angle), radius * np.sin(angle)))[:count].reshape(shape)
+
+
+def _distinct_sizes(draws: Draws, batch: tuple[int, ...]) -> Shape:
     """T_q, T_k, d_k and d_v all different, and different from the batch sizes, so that any mix-up
     of two axes shows."""
     while True:
-        tq, tk, dv = (int(n) for n in rng.integers(FRESH_SIZES[0], FRESH_SIZES[1] + 1, size=3))
-        dk = int(rng.integers(FRESH_DK[0], FRESH_DK[1] + 1))
+        tq, tk, dv = (draws.integer(*FRESH_SIZES) for _ in range(3))
+        dk = draws.integer(*FRESH_DK)
         sizes = [tq, tk, dk, dv, *batch]
         if len(set(sizes)) == len(sizes):
             return Shape(batch=batch, tq=tq, tk=tk, dk=dk, dv=dv)
 
 
-def fresh_shapes(rng: np.random.Generator) -> list[Shape]:
+def fresh_shapes(draws: Draws) -> list[Shape]:
     """A single sequence, a batch and a multi-head batch."""
-    b = int(rng.integers(2, 5))
-    h = int(rng.integers(2, 5))
+    b = draws.integer(2, 4)
+    h = draws.integer(2, 4)
     while h == b:
-        h = int(rng.integers(2, 5))
-    return [_distinct_sizes(rng, ()), _distinct_sizes(rng, (b,)), _distinct_sizes(rng, (b, h))]
+        h = draws.integer(2, 4)
+    return [_distinct_sizes(draws, ()), _distinct_sizes(draws, (b,)), _distinct_sizes(draws, (b, h))]
 
 
 def fresh_probes(seed: int | None = None, batched: bool = True) -> list[Probe]:
-    rng = np.random.default_rng(secrets.randbits(128) if seed is None else seed)
+    draws = Draws(int.from_bytes(os.urandom(16), "little") if seed is None else seed)
     probes = []
-    for i, shape in enumerate(fresh_shapes(rng), start=1):
+    for i, shape in enumerate(fresh_shapes(draws), start=1):
         if shape.batch and not batched:
             continue
-        Q, K, V = (np.round(rng.standard_normal(dims) * GRID) / GRID for dims in (shape.q(), shape.k(), shape.v()))
+        Q, K, V = (np.round(draws.normal(dims) * GRID) / GRID for dims in (shape.q(), shape.k(), shape.v()))
         case = f"{FRESH_PREFIX}{i}"
         probes.append(Probe(probe_name(case, "values"), case, "values", Q, K, V, fresh=True))
         probes.append(Probe(probe_name(case, "identity"), case, "identity", Q, K, identity_values(shape.tk, shape.batch), fresh=True))

@@ -8,7 +8,7 @@ import pytest
 from grader.api import Prepared
 from grader.checks import run_checks
 from grader.diagnosis.catalogue import REFERENCE, Variant, all_variants
-from grader.probes import build_probes, fresh_probes
+from grader.probes import Draws, build_probes, fresh_probes
 from grader.suite import parse_suite
 from observing import observe
 
@@ -27,6 +27,18 @@ def test_fresh_shapes_keep_every_size_apart() -> None:
             if probe.kind == "values":
                 assert len(set(sizes)) == len(sizes)
     assert [p.Q.ndim for p in fresh_probes(1) if p.kind == "values"] == [2, 3, 4]
+
+
+def test_fresh_values_are_standard_normal_and_follow_the_seed() -> None:
+    values = Draws(7).normal((300, 401))
+    assert values.shape == (300, 401) and np.isfinite(values).all()
+    assert abs(values.mean()) < 0.01 and abs(values.std() - 1) < 0.01
+    assert abs(np.mean(np.abs(values) < 1.959964) - 0.95) < 0.005  # the normal's two-sided 95 %
+    assert np.array_equal(Draws(7).normal((5, 3)), Draws(7).normal((5, 3)))
+    assert not np.array_equal(Draws(7).normal((5, 3)), Draws(8).normal((5, 3)))
+    assert Draws(1).normal((2, 0, 3)).shape == (2, 0, 3)
+    draws = Draws(3)
+    assert {draws.integer(2, 4) for _ in range(200)} == {2, 3, 4}
 
 
 def test_probes_asked_by_several_checks_carry_every_request(prepared: Prepared) -> None:
