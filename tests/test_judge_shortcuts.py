@@ -168,3 +168,17 @@ def test_the_catalogue_is_every_meaningful_choice_with_few_mistakes_in_product_o
     every = [catalogue.Variant(c) for c in itertools.product(*(a.options for a in catalogue.AXES)) if catalogue._meaningful(c)]
     expected = sorted((v for v in every if len(v.deviations) <= most), key=lambda v: len(v.deviations))
     assert [v.choice for v in catalogue.build_variants(max_deviations=most)] == [v.choice for v in expected]
+
+
+def test_the_catalogue_is_made_a_tier_at_a_time_in_the_order_of_the_full_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Iterating gives build_variants' order, extra (fitted) variants after the fixed ones with
+    as many mistakes, and a search that stops early makes no tier past the one it stopped in."""
+    monkeypatch.setattr(catalogue, "_TIERS", {})
+    every = catalogue.build_variants()
+    fitted = catalogue.fitted_scale_option("d_k", 1.0, -0.25)
+    extra = [catalogue.with_scale(v, fitted) for v in every if len(v.deviations) <= 2 and v.choice[0] is catalogue.SCALE.default]
+    first_two = next(v for v in catalogue.all_variants() if len(v.deviations) == 2)
+    assert sorted(catalogue._TIERS) == [0, 1, 2] and first_two is catalogue.tier(2)[0]
+    assert [v.choice for v in catalogue.all_variants()] == [v.choice for v in every]
+    expected = sorted(every + extra, key=lambda v: len(v.deviations))
+    assert [v.choice for v in catalogue.Catalogue(extra)] == [v.choice for v in expected]

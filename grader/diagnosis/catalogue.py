@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -250,36 +250,66 @@ def _meaningful(choice: tuple[Option, ...]) -> bool:
     return True
 
 
-def build_variants(axes: tuple[Axis, ...] = AXES, max_deviations: int = 3) -> list[Variant]:
-    """Every variant with at most ``max_deviations`` mistakes: fewest mistakes first, then in the
-    order of the options (the more common mistake first)."""
-    # Only the choices with few enough mistakes are made (a third of all combinations): which
-    # axes deviate, then their wrong options. Sorted by (mistakes, position in the product of
-    # every axis's options), the order a filter over itertools.product would give.
-    found: list[tuple[int, int, tuple[Option, ...]]] = []
-    for count in range(max_deviations + 1):
-        for wrong in itertools.combinations(range(len(axes)), count):
-            ranges = [range(1, len(a.options)) if i in wrong else range(1) for i, a in enumerate(axes)]
-            for picks in itertools.product(*ranges):
-                choice = tuple(a.options[k] for a, k in zip(axes, picks))
-                if _meaningful(choice):
-                    position = 0
-                    for a, k in zip(axes, picks):
-                        position = position * len(a.options) + k
-                    found.append((count, position, choice))
-    found.sort(key=lambda item: item[:2])
-    return [Variant(choice) for _, _, choice in found]
+MOST_MISTAKES = 3  # the catalogue's variants have up to this many
 
 
-_ALL: list[Variant] | None = None
+def variants_with(count: int, axes: tuple[Axis, ...] = AXES) -> list[Variant]:
+    """Every variant with exactly ``count`` mistakes, in the order of the options (the more
+    common mistake first)."""
+    # Only the choices with this many mistakes are made: which axes deviate, then their wrong
+    # options. Sorted by position in the product of every axis's options, the order a filter
+    # over itertools.product would give.
+    found: list[tuple[int, tuple[Option, ...]]] = []
+    for wrong in itertools.combinations(range(len(axes)), count):
+        ranges = [range(1, len(a.options)) if i in wrong else range(1) for i, a in enumerate(axes)]
+        for picks in itertools.product(*ranges):
+            choice = tuple(a.options[k] for a, k in zip(axes, picks))
+            if _meaningful(choice):
+                position = 0
+                for a, k in zip(axes, picks):
+                    position = position * len(a.options) + k
+                found.append((position, choice))
+    found.sort(key=lambda item: item[0])
+    return [Variant(choice) for _, choice in found]
 
 
-def all_variants() -> list[Variant]:
-    """The fixed catalogue (built once: a few thousand small tuples)."""
-    global _ALL
-    if _ALL is None:
-        _ALL = build_variants()
-    return _ALL
+def build_variants(axes: tuple[Axis, ...] = AXES, max_deviations: int = MOST_MISTAKES) -> list[Variant]:
+    """Every variant with at most ``max_deviations`` mistakes: fewest mistakes first."""
+    return [v for count in range(max_deviations + 1) for v in variants_with(count, axes)]
+
+
+_TIERS: dict[int, list[Variant]] = {}
+
+
+def tier(count: int) -> list[Variant]:
+    """The catalogue's variants with ``count`` mistakes (made on first use, then kept)."""
+    found = _TIERS.get(count)
+    if found is None:
+        found = _TIERS[count] = variants_with(count)
+    return found
+
+
+class Catalogue:
+    """The catalogue in search order, fewest mistakes first, plus ``extra`` variants (fitted to one
+    submission), each after the catalogue's variants with as many mistakes.
+
+    Iterating makes each tier (a number of mistakes) only when reached: a search that stops at
+    two mistakes, as most do, never makes the 836 variants with three."""
+
+    def __init__(self, extra: Sequence[Variant] = ()) -> None:
+        self.extra = extra
+
+    def __iter__(self) -> Iterator[Variant]:
+        most = max([MOST_MISTAKES, *(len(v.deviations) for v in self.extra)])
+        for count in range(most + 1):
+            if count <= MOST_MISTAKES:
+                yield from tier(count)
+            yield from (v for v in self.extra if len(v.deviations) == count)
+
+
+def all_variants() -> Catalogue:
+    """The fixed catalogue, fewest mistakes first."""
+    return Catalogue()
 
 
 def with_scale(variant: Variant, option: Option) -> Variant:

@@ -21,7 +21,7 @@ and only to a diagnosis the evidence already produced.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from grader.checks.base import CheckResult
 from grader.diagnosis import behaviour
@@ -142,7 +142,7 @@ def group_of(probe: Probe) -> str:
     return "batched" if probe.batched else "single"
 
 
-def _by_group(ev: Evidence, variants: list[Variant], names: list[str], failed: tuple[str, ...]) -> list[Diagnosis]:
+def _by_group(ev: Evidence, variants: Iterable[Variant], names: list[str], failed: tuple[str, ...]) -> list[Diagnosis]:
     """Group by group; when every group is explained, the last search covered every probe, so the
     result is the variant with the fewest mistakes that reproduces them all."""
     from grader.diagnosis import describe

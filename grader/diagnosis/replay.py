@@ -15,12 +15,12 @@ their first comparison.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Iterable, Sequence, Union
 
 import numpy as np
 
 from grader.checks.memo import OwnerMemo
-from grader.diagnosis.catalogue import SCALE, SIZES, Option, Variant, all_variants, fitted_scale_option, fitted_scale_table, softmax_stack, with_scale
+from grader.diagnosis.catalogue import SCALE, SIZES, Catalogue, Option, Variant, all_variants, fitted_scale_option, fitted_scale_table, softmax_stack, tier, with_scale
 from grader.diagnosis.scale_fit import fit_linear, fit_power, fit_scale
 from grader.observation import Observation
 from grader.probes import Probe
@@ -196,7 +196,7 @@ class Evidence:
             return [fixed]
         return [fixed, _stack(p, raw, norm, shift, output, self.scale_options[len(SCALE.options):])]
 
-    def search(self, variants: list[Variant], names: list[str], known: list[str] = ()) -> Variant | None:  # type: ignore[assignment]
+    def search(self, variants: Iterable[Variant], names: list[str], known: list[str] = ()) -> Variant | None:  # type: ignore[assignment]
         """The first (fewest mistakes) variant that reproduces every named probe. ``known``:
         probes already compared (cached), checked first as they reject most cheaply."""
         ordered = list(known) + sorted((n for n in names if n not in known), key=lambda n: discrimination(self.probes[n]))
@@ -212,7 +212,7 @@ class Evidence:
                 return variant
         return None
 
-    def variants(self) -> list[Variant]:
+    def variants(self) -> Catalogue:
         """The fixed catalogue plus, for this submission, variants with fitted scale factors."""
         extra = fitted_options(self)
         if not extra:
@@ -222,10 +222,10 @@ class Evidence:
         self._cache.clear()
         self._verdict_lists.clear()
         self._scale_index.clear()
-        base = [v for v in all_variants() if v.option("scale") is SCALE.default and len(v.deviations) <= 2]
+        base = [v for count in range(3) for v in tier(count) if v.option("scale") is SCALE.default]
         fitted = [with_scale(v, option) for option in extra for v in base]
         self._keep.extend(fitted)
-        return sorted(all_variants() + fitted, key=lambda v: len(v.deviations))
+        return Catalogue(fitted)
 
 
 def _stack(p: Probe, raw: np.ndarray, norm: Option, shift: Option, output: Option, scales: Sequence[Option]) -> Stack:
