@@ -35,15 +35,16 @@ else:  # only type checkers read it (typing has it from Python 3.11)
 class _Plan:
     """What the shared methods need to know of one record class, worked out once."""
 
-    __slots__ = ("name", "init", "position", "defaults", "factories", "late", "post_init", "compared", "shown")
+    __slots__ = ("name", "init", "position", "fill", "required", "late", "post_init", "compared", "shown")
 
     def __init__(self, cls: type) -> None:
         every = fields(cls)
         self.name = cls.__qualname__
         self.init = tuple(f.name for f in every if f.init)
         self.position = {name: i for i, name in enumerate(self.init)}
-        self.defaults = {f.name: f.default for f in every if f.init and f.default is not MISSING}
-        self.factories = {f.name: f.default_factory for f in every if f.init and f.default_factory is not MISSING}
+        # For each constructor argument: its name, default and default factory (either MISSING).
+        self.fill = tuple((f.name, f.default, f.default_factory) for f in every if f.init)
+        self.required = sum(1 for _, default, factory in self.fill if default is MISSING and factory is MISSING)
         # Fields outside the constructor that still get a value there, as dataclasses does.
         self.late = tuple((f.name, f.default, f.default_factory) for f in every if not f.init and (f.default is not MISSING or f.default_factory is not MISSING))
         self.post_init = hasattr(cls, "__post_init__")
@@ -53,38 +54,45 @@ class _Plan:
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     plan: _Plan = self.__record_plan__
+    # Straight into the instance's dict (what object.__setattr__ does, one call for all): every
+    # field given by position is the common call, and the cheapest.
+    if kwargs or len(args) != len(plan.init):
+        args = _bind(plan, args, kwargs)
+    self.__dict__.update(zip(plan.init, args))
+    for name, default, factory in plan.late:
+        self.__dict__[name] = default if factory is MISSING else factory()
+    if plan.post_init:
+        self.__post_init__()
+
+
+def _bind(plan: _Plan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """Every constructor argument in field order, from positions, keywords and defaults; or the
+    TypeError Python raises for the same call of a generated constructor."""
     names = plan.init
     if len(args) > len(names):
-        least = len(names) - len(plan.defaults) - len(plan.factories) + 1
+        least = plan.required + 1
         takes = f"from {least} to {len(names) + 1} positional arguments" if least <= len(names) else f"{least} positional argument{'s' if least > 1 else ''}"
         raise TypeError(f"{plan.name}.__init__() takes {takes} but {len(args) + 1} were given")
-    put = object.__setattr__
-    for name, value in zip(names, args):
-        put(self, name, value)
-    for name, value in kwargs.items():
+    for name in kwargs:
         position = plan.position.get(name)
         if position is None:
             raise TypeError(f"{plan.name}.__init__() got an unexpected keyword argument {name!r}")
         if position < len(args):
             raise TypeError(f"{plan.name}.__init__() got multiple values for argument {name!r}")
-        put(self, name, value)
-    if len(args) + len(kwargs) < len(names):
-        missing = []
-        for name in names[len(args):]:
-            if name in kwargs:
-                continue
-            if name in plan.defaults:
-                put(self, name, plan.defaults[name])
-            elif name in plan.factories:
-                put(self, name, plan.factories[name]())
-            else:
-                missing.append(name)
-        if missing:
-            raise TypeError(f"{plan.name}.__init__() missing {len(missing)} required positional argument{'s' if len(missing) > 1 else ''}: {_listed(missing)}")
-    for name, default, factory in plan.late:
-        put(self, name, default if factory is MISSING else factory())
-    if plan.post_init:
-        self.__post_init__()
+    values = list(args)
+    missing = []
+    for name, default, factory in plan.fill[len(args):]:
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif default is not MISSING:
+            values.append(default)
+        elif factory is not MISSING:
+            values.append(factory())
+        else:
+            missing.append(name)
+    if missing:
+        raise TypeError(f"{plan.name}.__init__() missing {len(missing)} required positional argument{'s' if len(missing) > 1 else ''}: {_listed(missing)}")
+    return tuple(values)
 
 
 def _listed(names: list[str]) -> str:
