@@ -20,9 +20,7 @@ def readable_json(value: Any, *, indent: int = 2, allow_nan: bool = True) -> str
     return "".join(parts)
 
 
-def _plain(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool))
-
+PLAIN = (str, int, float, bool, type(None))  # bool is an int; listed for the reader
 
 # The json module's own C function for strings (ASCII output, as json.dumps writes by default).
 _STRING: Callable[[str], str] = json.encoder.encode_basestring_ascii
@@ -45,27 +43,48 @@ def _scalar(value: Any, allow_nan: bool) -> str:
     return json.dumps(value, allow_nan=allow_nan)  # NaN and infinities: written or refused there
 
 
+def _flat(values: list[Any] | tuple[Any, ...], allow_nan: bool) -> str:
+    """A list of plain values on one line, as json.dumps writes it. A row of finite floats (most
+    of a report's bytes: its matrices) is joined straight from float's repr."""
+    if all(type(v) is float for v in values) and all(map(math.isfinite, values)):
+        return "[" + ", ".join(map(float.__repr__, values)) + "]"
+    return "[" + ", ".join([_scalar(v, allow_nan) for v in values]) + "]"
+
+
 def _key(key: Any) -> str:
     # As the json module does: a key that is not a string is written as its JSON text, quoted.
     return _STRING(key if isinstance(key, str) else json.dumps(key))
 
 
 def _lay_out(value: Any, level: int, indent: int, allow_nan: bool, parts: list[str]) -> None:
-    if isinstance(value, dict) and value:
-        items: list[tuple[str, Any]] = [(_key(k) + ": ", v) for k, v in value.items()]
-        opening, closing = "{", "}"
-    elif isinstance(value, (list, tuple)) and value and not all(_plain(v) for v in value):
-        items = [("", v) for v in value]
-        opening, closing = "[", "]"
-    elif _plain(value):
+    """Append ``value``'s text to ``parts``: plain values are written where they stand, without
+    a call of their own (a report holds a hundred thousand of them)."""
+    if isinstance(value, PLAIN):
         parts.append(_scalar(value, allow_nan))
         return
+    if isinstance(value, dict):
+        if not value:
+            parts.append("{}")
+            return
+        items: Any = [(_key(k) + ": ", v) for k, v in value.items()]
+        opening, closing = "{", "}"
+    elif isinstance(value, (list, tuple)):
+        if all(isinstance(v, PLAIN) for v in value):
+            parts.append(_flat(value, allow_nan))  # a row, a shape, a list of names (or nothing)
+            return
+        items = [("", v) for v in value]
+        opening, closing = "[", "]"
     else:
-        parts.append(json.dumps(value, allow_nan=allow_nan))  # a flat list, or an empty one
+        parts.append(json.dumps(value, allow_nan=allow_nan))  # what json makes of anything else
         return
     pad = " " * (indent * (level + 1))
     parts.append(opening)
-    for position, (label, item) in enumerate(items):
-        parts.append(("\n" if position == 0 else ",\n") + pad + label)
-        _lay_out(item, level + 1, indent, allow_nan, parts)
+    separator = "\n" + pad
+    for label, item in items:
+        parts.append(separator + label)
+        separator = ",\n" + pad
+        if isinstance(item, PLAIN):
+            parts.append(_scalar(item, allow_nan))
+        else:
+            _lay_out(item, level + 1, indent, allow_nan, parts)
     parts.append("\n" + " " * (indent * level) + closing)
