@@ -44,7 +44,8 @@ from typing import IO, Any
 from grader.errors import SandboxError
 from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
 
-SERVER_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import serve; serve(int(sys.argv[1]))"
+# The collector is off while the server imports (see serve).
+SERVER_BOOT = "import gc; gc.disable(); import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import serve; serve(int(sys.argv[1]))"
 # The first request may wait for the server's own start (numpy's import) on a loaded machine.
 START_TIMEOUT_S = 30.0
 # After the worker's pipes closed, it has nothing left to do but exit, once it has swept what the
@@ -242,8 +243,11 @@ def serve(control_fd: int) -> None:
 
     # Everything imported so far is shared with every child, copy-on-write. A garbage collection
     # in a child would touch (and so copy) every page of it: frozen objects are never scanned.
-    gc.collect()
+    # The collector was off during the imports (SERVER_BOOT), which free almost nothing: a run of
+    # it then, or before freezing, would only delay the server's first fork. The workers, which
+    # run the submissions, collect as usual.
     gc.freeze()
+    gc.enable()
     control = socket.socket(fileno=control_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
