@@ -109,11 +109,11 @@ def observe(
     root: Path | None = None,
     *,
     forkserver: ForkServer | None = None,
-    on_spawned: Callable[[], None] | None = None,
+    on_waiting: Callable[[], None] | None = None,
     slot: AbstractContextManager[Any] | None = None,
 ) -> Observed:
     """Run one submission file (.py or notebook) in a worker (forked by ``forkserver`` if given)
-    and collect what it did; ``on_spawned`` is called once the worker runs, ``slot`` is held
+    and collect what it did; ``on_waiting`` is called once only waiting is left, ``slot`` is held
     while it lives (see run_submission). Nothing here compares anything with the references."""
     submission = prepare_submission(path, prepared.framework, root)
     extra: dict[str, object] = {}
@@ -126,7 +126,7 @@ def observe(
     sandbox = prepared.sandbox
     if submission.framework != "numpy":
         sandbox = replace(sandbox, processes=max(sandbox.processes, FRAMEWORK_PROCESSES))
-    run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver, on_spawned=on_spawned, slot=slot)
+    run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver, on_waiting=on_waiting, slot=slot)
     if submission.notebook is not None:
         run = remap_run(run, submission.notebook, str(path.resolve().relative_to(submission.plan.root)))
         extra["notebook_code_cells"] = submission.notebook.code_cells
@@ -178,9 +178,10 @@ def grade_file(path: Path, prepared: Prepared, root: Path | None = None, *, fork
 class JudgementWarmer:
     """Imports what judging needs (and ``more`` modules: the reporter's) in a background thread.
 
-    Pass ``start`` as observe's ``on_spawned``: from then on the observing thread only waits on
-    the worker's pipes, with the interpreter lock released, so the imports cost no time of their
-    own; started earlier they would compete with building the worker's request. Call ``wait``
+    Pass ``start`` as observe's ``on_waiting``: from then on the observing thread only waits (for
+    the fork server, which early in a cold run may still be importing numpy, then for the
+    worker), with the interpreter lock released, so the imports cost no time of their own;
+    started earlier they would compete with building the worker's request. Call ``wait``
     before judging. Imports in two threads are safe: each module has its own import lock, and the
     observing side imports nothing new while it waits."""
 

@@ -79,14 +79,14 @@ def _observe_one(
     submission: Submission,
     prepared: Prepared,
     forkserver: ForkServer | None,
-    on_spawned: Callable[[], None] | None = None,
+    on_waiting: Callable[[], None] | None = None,
     slot: AbstractContextManager[Any] | None = None,
 ) -> Observed | tuple[Report, bool]:
     """The worker's half of grade_one, or the finished (uncacheable) report when it failed."""
     if submission.file is None:
         return error_report(Path(submission.label), prepared, submission.error or "nothing to grade"), False
     try:
-        return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, on_spawned=on_spawned, slot=slot)
+        return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, on_waiting=on_waiting, slot=slot)
     except GraderError as exc:
         return error_report(submission.file, prepared, str(exc)), False
     except Exception as exc:  # a bug of ours on this one submission: report it, grade the rest

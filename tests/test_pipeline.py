@@ -196,6 +196,48 @@ def test_a_request_larger_than_its_pipe_is_fed_by_a_thread(monkeypatch: pytest.M
     assert report.passed and report.worker_status == "completed"
 
 
+def test_the_caller_may_work_while_the_fork_server_forks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """on_waiting runs before the fork server is asked (early in a cold run it may still be
+    importing numpy), and the whole request is in its pipe by then: the worker never waits."""
+    import fcntl
+    import termios
+
+    from grader.sandbox.forkserver import ForkServer
+
+    seen: list[tuple[str, int]] = []
+    real_spawn = ForkServer.spawn
+
+    def spawn(self: ForkServer, req_r: int, *args: Any) -> Any:
+        waiting = bytearray(4)
+        fcntl.ioctl(req_r, termios.FIONREAD, waiting)  # bytes in the pipe, left unread
+        seen.append(("spawn", int.from_bytes(waiting, sys.byteorder)))
+        return real_spawn(self, req_r, *args)
+
+    monkeypatch.setattr(ForkServer, "spawn", spawn)
+    prepared = prepare()
+    request = build_request((EXAMPLES / "correct.py").resolve(), "attention", prepared.probes, prepared.limits, {}, None)
+    with ForkServer.start() as server:
+        run = runner.run_submission(EXAMPLES / "correct.py", "attention", prepared.probes, prepared.limits, prepared.sandbox, forkserver=server, on_waiting=lambda: seen.append(("waiting", 0)))
+    assert run.status == "completed" and run.load is not None and run.load.ok
+    assert [what for what, _ in seen] == ["waiting", "spawn"]
+    assert seen[1][1] > len(request) * 0.9  # the request, whole (its header names a temporary folder)
+
+
+def test_a_worker_that_cannot_start_closes_each_pipe_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The request was written (and its pipe closed) before the start failed: the failure is a
+    SandboxError, not an error about a descriptor closed twice."""
+    from grader.errors import SandboxError
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("no more processes")
+
+    monkeypatch.setattr(runner.subprocess, "Popen", refuse)
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(SandboxError, match="cannot start the worker: no more processes"):
+        runner.run_submission(EXAMPLES / "correct.py", "attention", prepare().probes[:1], WorkerLimits(timeout_s=10))
+    assert set(os.listdir("/proc/self/fd")) <= before
+
+
 def test_slots_go_out_in_submission_order_whatever_order_they_are_asked_in() -> None:
     slots = batch._Slots(1, threading.Event())
     order: list[int] = []

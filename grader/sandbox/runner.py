@@ -236,12 +236,13 @@ def run_submission(
     how: dict[str, Any] | None = None,
     *,
     forkserver: ForkServer | None = None,
-    on_spawned: Callable[[], None] | None = None,
+    on_waiting: Callable[[], None] | None = None,
     slot: AbstractContextManager[Any] | None = None,
 ) -> WorkerRun:
     """Run one submission on ``probes`` in a fresh worker process (forked by ``forkserver`` when
-    given and working); ``on_spawned`` is called once the worker runs and has its request, and
-    ``slot`` (a semaphore) is held while the worker lives. Raises SandboxError only when the
+    given and working); ``on_waiting`` is called once the request is built and this thread has
+    nothing left to do but wait (for the fork server, then the worker), and ``slot`` (a
+    semaphore) is held while the worker lives. Raises SandboxError only when the
     worker cannot be started at all, and
     SandboxUnavailable in strict mode when the worker lacked a guarantee (it then never loaded
     the submission); everything the submission does is in the WorkerRun."""
@@ -255,7 +256,7 @@ def run_submission(
         # The slot bounds the workers running at once (a batch's --jobs): taken only now that the
         # request is ready, and given back once the worker is reaped.
         with slot if slot is not None else contextlib.nullcontext():
-            run = _start_and_collect(request, workdir, limits, forkserver, on_spawned)
+            run = _start_and_collect(request, workdir, limits, forkserver, on_waiting)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if sandbox.strict and missing_guarantees(run.sandbox):
@@ -267,7 +268,7 @@ def run_submission(
     return run
 
 
-def _start_and_collect(request: bytes, workdir: str, limits: WorkerLimits, forkserver: ForkServer | None, on_spawned: Callable[[], None] | None) -> WorkerRun:
+def _start_and_collect(request: bytes, workdir: str, limits: WorkerLimits, forkserver: ForkServer | None, on_waiting: Callable[[], None] | None) -> WorkerRun:
     """Start the worker (forked, or a fresh interpreter), hand it ``request``, collect its run;
     whatever happens, its process group is killed before this returns."""
     req_r, req_w = os.pipe()
@@ -275,6 +276,12 @@ def _start_and_collect(request: bytes, workdir: str, limits: WorkerLimits, forks
     fits = _grow_pipe(req_w, len(request)) >= len(request)
     _grow_pipe(res_w, RESULT_PIPE_BYTES)
     env = {**BASE_ENV, "HOME": workdir, "TMPDIR": workdir}
+    if fits:
+        _writer(req_w, request)  # one write the pipe has room for: it cannot block, and the worker finds it waiting
+    # From here this thread waits: for the fork server (still importing numpy, early in a cold
+    # run), then for the worker. The caller's own work may run meanwhile.
+    if on_waiting is not None:
+        on_waiting()
     try:
         proc: subprocess.Popen[bytes] | ForkedWorker | None = forkserver.spawn(req_r, res_w, workdir, env) if forkserver is not None else None
         started = time.monotonic()  # after the fork server's own start-up, which is not the submission's time
@@ -289,17 +296,13 @@ def _start_and_collect(request: bytes, workdir: str, limits: WorkerLimits, forks
             start_new_session=True,  # its own process group: one killpg ends it and its children
         )
     except (OSError, SandboxError) as exc:
-        for fd in (req_r, req_w, res_r, res_w):
+        for fd in (req_r, res_r, res_w) if fits else (req_r, req_w, res_r, res_w):  # _writer closed req_w
             os.close(fd)
         raise SandboxError(f"cannot start the worker: {exc}") from None
     os.close(req_r)
     os.close(res_w)
-    if fits:
-        _writer(req_w, request)  # one write the pipe has room for: it cannot block
-    else:
+    if not fits:
         threading.Thread(target=_writer, args=(req_w, request), daemon=True).start()
-    if on_spawned is not None:
-        on_spawned()
     try:
         return _collect(proc, res_r, limits, started)
     finally:
