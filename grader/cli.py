@@ -144,7 +144,7 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
     from grader.discover import Rule, discover
     from grader.refdata import load_default_suite
     from grader.report.base import REPORTER_MODULES, Reporter, RunInfo, make_reporter
-    from grader.report.files import render_document, write_report_file
+    from grader.report.files import lay_out_ahead, render_document, write_report_file
     from grader.suite import load_suite
 
     suite = load_suite(suite_path) if suite_path else load_default_suite()
@@ -176,11 +176,15 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
     bar = None if quiet or os.environ.get("CI") or not sys.stdout.isatty() else _progress(len(submissions))
     failures = 0
 
+    ahead = {fmt, *(spec.fmt for spec in specs)}  # the formats of the documents written at the end
+
     def on_result(index: int, report: Report) -> None:
         nonlocal failures
         failures += not report.passed
         if stdout().streaming:
             stdout().add(report)
+        for name in ahead:
+            lay_out_ahead(name, report)
         if bar is not None:
             bar.update(bar.task_ids[0], advance=1, failed=failures)
 

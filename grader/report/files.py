@@ -48,6 +48,17 @@ def check_writable(path: Path) -> None:
         raise OutputError(f"{path}: permission denied")
 
 
+def lay_out_ahead(fmt: str, report: Report) -> None:
+    """Do now, as ``report`` arrives, what the ``fmt`` document will need of it at the end (a
+    batch's threads have time while the workers run; the end is spent waiting). The JSON
+    document's part for each submission is the one worth it (a batch's lay-out took 0.3 s at
+    the end, for 200 submissions); the other formats are quick to write."""
+    if fmt == "json":
+        from grader.report.jsonfmt import laid_out
+
+        laid_out(report)
+
+
 def render_document(fmt: Format, reports: list[Report], info: RunInfo) -> str:
     """The whole report file in ``fmt``, in memory: it is written in one go, atomically."""
     buffer = io.StringIO()

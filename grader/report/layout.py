@@ -14,10 +14,29 @@ import math
 from typing import Any, Callable
 
 
-def readable_json(value: Any, *, indent: int = 2, allow_nan: bool = True) -> str:
+def readable_json(value: Any, *, indent: int = 2, allow_nan: bool = True, level: int = 0) -> str:
+    """``value`` as JSON text; ``level``: how deep in a document the text will stand (its
+    inner lines are indented for that place, its first line is not)."""
     parts: list[str] = []
-    _lay_out(value, 0, indent, allow_nan, parts)
+    _lay_out(value, level, indent, allow_nan, parts)
     return "".join(parts)
+
+
+class Prelaid:
+    """A value laid out ahead of its document, for the place it will take there (``level``):
+    a batch lays out each submission's part while the workers run, and the document at the end
+    only joins the parts. Placed anywhere else, the value is laid out again."""
+
+    __slots__ = ("value", "level", "indent", "allow_nan", "text")
+
+    def __init__(self, value: Any, level: int, *, indent: int = 2, allow_nan: bool = True) -> None:
+        self.value, self.level, self.indent, self.allow_nan = value, level, indent, allow_nan
+        self.text = readable_json(value, indent=indent, allow_nan=allow_nan, level=level)
+
+    def at(self, level: int, indent: int, allow_nan: bool) -> str:
+        if (level, indent, allow_nan) == (self.level, self.indent, self.allow_nan):
+            return self.text
+        return readable_json(self.value, indent=indent, allow_nan=allow_nan, level=level)
 
 
 PLAIN = (str, int, float, bool, type(None))  # bool is an int; listed for the reader
@@ -74,6 +93,9 @@ def _lay_out(value: Any, level: int, indent: int, allow_nan: bool, parts: list[s
             return
         items = [("", v) for v in value]
         opening, closing = "[", "]"
+    elif isinstance(value, Prelaid):
+        parts.append(value.at(level, indent, allow_nan))
+        return
     else:
         parts.append(json.dumps(value, allow_nan=allow_nan))  # what json makes of anything else
         return
