@@ -223,6 +223,32 @@ def test_the_caller_may_work_while_the_fork_server_forks(monkeypatch: pytest.Mon
     assert seen[1][1] > len(request) * 0.9  # the request, whole (its header names a temporary folder)
 
 
+def test_the_request_is_in_its_pipe_before_the_slot_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a batch, every step after taking a slot waits on the interpreter lock: the pipes are
+    made and the request written before, and the slot is given back once the worker is done."""
+    import contextlib
+
+    seen: list[str] = []
+    real = runner._Pipes
+
+    class Recorded(real):  # type: ignore[misc, valid-type]
+        def __init__(self, request: bytes) -> None:
+            super().__init__(request)
+            seen.append("pipes written" if self.pending is None else "pipes")
+
+    @contextlib.contextmanager
+    def slot() -> Any:
+        seen.append("slot taken")
+        yield
+        seen.append("slot given back")
+
+    monkeypatch.setattr(runner, "_Pipes", Recorded)
+    prepared = prepare()
+    run = runner.run_submission(EXAMPLES / "correct.py", "attention", prepared.probes[:2], prepared.limits, prepared.sandbox, slot=slot())
+    assert run.status == "completed"
+    assert seen == ["pipes written", "slot taken", "slot given back"]
+
+
 def test_a_worker_that_cannot_start_closes_each_pipe_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The request was written (and its pipe closed) before the start failed: the failure is a
     SandboxError, not an error about a descriptor closed twice."""

@@ -253,10 +253,19 @@ def run_submission(
     folders = tuple(str(f) for f in [plan.get("root"), *(plan.get("sys_path") or [])] if isinstance(f, str) and f)
     request = build_request(resolved, function, probes, limits, request_meta(resolved, workdir, sandbox, folders), how)
     try:
-        # The slot bounds the workers running at once (a batch's --jobs): taken only now that the
-        # request is ready, and given back once the worker is reaped.
-        with slot if slot is not None else contextlib.nullcontext():
-            run = _start_and_collect(request, workdir, limits, forkserver, on_waiting)
+        try:
+            pipes = _Pipes(request)
+        except OSError as exc:  # out of descriptors
+            raise SandboxError(f"cannot start the worker: {exc}") from None
+        try:
+            # The slot bounds the workers running at once (a batch's --jobs): taken only now that
+            # the request is in its pipe, and given back once the worker is reaped. In a batch
+            # every step after the slot waits for the interpreter lock (the other threads judge
+            # meanwhile), so nothing that can be done before it is left after it.
+            with slot if slot is not None else contextlib.nullcontext():
+                run = _start_and_collect(pipes, workdir, limits, forkserver, on_waiting)
+        finally:
+            pipes.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if sandbox.strict and missing_guarantees(run.sandbox):
@@ -268,46 +277,69 @@ def run_submission(
     return run
 
 
-def _start_and_collect(request: bytes, workdir: str, limits: WorkerLimits, forkserver: ForkServer | None, on_waiting: Callable[[], None] | None) -> WorkerRun:
-    """Start the worker (forked, or a fresh interpreter), hand it ``request``, collect its run;
+class _Pipes:
+    """The worker's request and result pipes, with the request already in its pipe where the
+    pipe could be grown to hold it whole (the worker then finds it waiting; otherwise a thread
+    feeds it once the worker runs). ``close`` closes whatever is still open here."""
+
+    def __init__(self, request: bytes) -> None:
+        self.req_r, self.req_w = os.pipe()
+        try:
+            self.res_r, self.res_w = os.pipe()
+        except OSError:
+            os.close(self.req_r)
+            os.close(self.req_w)
+            raise
+        self.open = {self.req_r, self.req_w, self.res_r, self.res_w}
+        self.pending: bytes | None = request
+        _grow_pipe(self.res_w, RESULT_PIPE_BYTES)
+        if _grow_pipe(self.req_w, len(request)) >= len(request):
+            self.pending = None
+            self.open.discard(self.req_w)
+            _writer(self.req_w, request)  # one write the pipe has room for: it cannot block
+
+    def handed_over(self) -> None:
+        """The worker holds its ends now: ours are closed, and the request fed if it was not."""
+        for fd in (self.req_r, self.res_w):
+            self.open.discard(fd)
+            os.close(fd)
+        if self.pending is not None:
+            self.open.discard(self.req_w)
+            threading.Thread(target=_writer, args=(self.req_w, self.pending), daemon=True).start()
+
+    def close(self) -> None:
+        while self.open:
+            os.close(self.open.pop())
+
+
+def _start_and_collect(pipes: _Pipes, workdir: str, limits: WorkerLimits, forkserver: ForkServer | None, on_waiting: Callable[[], None] | None) -> WorkerRun:
+    """Start the worker (forked, or a fresh interpreter) on ``pipes`` and collect its run;
     whatever happens, its process group is killed before this returns."""
-    req_r, req_w = os.pipe()
-    res_r, res_w = os.pipe()
-    fits = _grow_pipe(req_w, len(request)) >= len(request)
-    _grow_pipe(res_w, RESULT_PIPE_BYTES)
     env = {**BASE_ENV, "HOME": workdir, "TMPDIR": workdir}
-    if fits:
-        _writer(req_w, request)  # one write the pipe has room for: it cannot block, and the worker finds it waiting
     # From here this thread waits: for the fork server (still importing numpy, early in a cold
     # run), then for the worker. The caller's own work may run meanwhile.
     if on_waiting is not None:
         on_waiting()
     try:
-        proc: subprocess.Popen[bytes] | ForkedWorker | None = forkserver.spawn(req_r, res_w, workdir, env) if forkserver is not None else None
+        proc: subprocess.Popen[bytes] | ForkedWorker | None = forkserver.spawn(pipes.req_r, pipes.res_w, workdir, env) if forkserver is not None else None
         started = time.monotonic()  # after the fork server's own start-up, which is not the submission's time
         proc = proc or subprocess.Popen(
-            [sys.executable, "-I", "-c", WORKER_BOOT, PACKAGE_ROOT, str(req_r), str(res_w)],
+            [sys.executable, "-I", "-c", WORKER_BOOT, PACKAGE_ROOT, str(pipes.req_r), str(pipes.res_w)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=workdir,
             env=env,
-            pass_fds=(req_r, res_w),
+            pass_fds=(pipes.req_r, pipes.res_w),
             start_new_session=True,  # its own process group: one killpg ends it and its children
         )
     except (OSError, SandboxError) as exc:
-        for fd in (req_r, res_r, res_w) if fits else (req_r, req_w, res_r, res_w):  # _writer closed req_w
-            os.close(fd)
         raise SandboxError(f"cannot start the worker: {exc}") from None
-    os.close(req_r)
-    os.close(res_w)
-    if not fits:
-        threading.Thread(target=_writer, args=(req_w, request), daemon=True).start()
+    pipes.handed_over()
     try:
-        return _collect(proc, res_r, limits, started)
+        return _collect(proc, pipes.res_r, limits, started)
     finally:
         _kill_group(proc.pid)
-        os.close(res_r)
 
 
 def _collect(proc: subprocess.Popen[bytes] | ForkedWorker, res_fd: int, limits: WorkerLimits, started: float) -> WorkerRun:
