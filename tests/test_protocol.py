@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import struct
 
@@ -74,3 +75,33 @@ def test_element_cap() -> None:
 def test_garbage_is_refused(garbage: bytes) -> None:
     with pytest.raises(ProtocolError):
         decode(garbage)
+
+
+def test_decoding_without_copies_gives_views_of_the_frame() -> None:
+    """The worker reads its request into one buffer and uses the arrays where they lie (each
+    call gets copies of its own): the same values, no second copy of the probes."""
+    arrays = {"a": np.arange(6.0).reshape(2, 3), "b": np.array([1, 2], dtype=np.int32)}
+    body = bytearray(encode({"x": 1}, arrays)[4:])
+    meta, views = decode(memoryview(body), copy=False)
+    assert meta == {"x": 1} and all(np.array_equal(views[k], arrays[k]) for k in arrays)
+    assert all(np.shares_memory(views[k], np.frombuffer(body, dtype=np.uint8)) for k in arrays)
+    _, copies = decode(bytes(body))
+    assert not any(np.shares_memory(copies[k], np.frombuffer(body, dtype=np.uint8)) for k in arrays)
+
+
+def test_the_worker_reads_a_request_of_the_length_it_announces() -> None:
+    from grader.sandbox.worker import read_request
+
+    frame = encode({"probes": []}, {"q": np.ones((3, 3))})
+    for data, complete in ((frame + b"trailing bytes are not read", True), (frame[:-5], False)):
+        read_end, write_end = os.pipe()
+        os.write(write_end, data)
+        os.close(write_end)
+        try:
+            if complete:
+                assert bytes(read_request(read_end)) == frame[4:]
+            else:
+                with pytest.raises(EOFError):
+                    read_request(read_end)
+        finally:
+            os.close(read_end)

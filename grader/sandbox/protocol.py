@@ -74,15 +74,16 @@ def encode(meta: dict[str, Any], arrays: dict[str, np.ndarray] | EncodedArrays |
     return struct.pack("<I", len(body)) + body
 
 
-def decode(body: bytes, max_elements: int = 50_000_000) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Parse one frame body (without its length prefix). Raises ProtocolError on anything odd."""
+def decode(body: bytes | memoryview, max_elements: int = 50_000_000, copy: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Parse one frame body (without its length prefix). Raises ProtocolError on anything odd.
+    ``copy=False``: the arrays are views of ``body`` (kept alive by them) instead of copies."""
     if len(body) < 8 or body[:4] != MAGIC:
         raise ProtocolError("bad magic")
     (header_len,) = struct.unpack_from("<I", body, 4)
     if header_len > len(body) - 8:
         raise ProtocolError("header longer than frame")
     try:
-        header = json.loads(body[8 : 8 + header_len].decode("utf-8"))
+        header = json.loads(bytes(body[8 : 8 + header_len]).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError(f"bad header: {exc}") from None
     if not isinstance(header, dict) or not isinstance(header.get("meta"), dict) or not isinstance(header.get("arrays"), list):
@@ -95,7 +96,7 @@ def decode(body: bytes, max_elements: int = 50_000_000) -> tuple[dict[str, Any],
         if name in arrays:
             raise ProtocolError(f"array {name!r} sent twice")
         flat = np.frombuffer(data[offset : offset + nbytes], dtype=np.dtype(dtype))
-        arrays[name] = flat.reshape(shape).copy()
+        arrays[name] = flat.reshape(shape).copy() if copy else flat.reshape(shape)
     return header["meta"], arrays
 
 
