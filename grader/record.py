@@ -12,8 +12,9 @@ The behaviour is the dataclass's: the same constructor (positional or keyword ar
 defaults, ``default_factory``, fields with ``init=False``, ``__post_init__``), no assignment or
 deletion after it (FrozenInstanceError), equal when of the same class with equal compared
 fields, a hash of those fields, ``Name(field=value, ...)``. tests/test_record.py holds each
-against a dataclass. What differs: a constructor call costs a few microseconds more, and
-``inspect.signature`` of a record shows ``(*args, **kwargs)``.
+against a dataclass. What differs: a constructor call with keywords or defaults costs about a
+microsecond more (one with every field by position costs the same), and ``inspect.signature``
+of a record shows ``(*args, **kwargs)``.
 """
 
 from __future__ import annotations
