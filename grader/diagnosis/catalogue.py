@@ -297,14 +297,15 @@ class Catalogue:
     two mistakes, as most do, never makes the 836 variants with three."""
 
     def __init__(self, extra: Sequence[Variant] = ()) -> None:
-        self.extra = extra
+        self.extra: dict[int, list[Variant]] = {}
+        for variant in extra:
+            self.extra.setdefault(len(variant.deviations), []).append(variant)
 
     def __iter__(self) -> Iterator[Variant]:
-        most = max([MOST_MISTAKES, *(len(v.deviations) for v in self.extra)])
-        for count in range(most + 1):
+        for count in range(max([MOST_MISTAKES, *self.extra]) + 1):
             if count <= MOST_MISTAKES:
                 yield from tier(count)
-            yield from (v for v in self.extra if len(v.deviations) == count)
+            yield from self.extra.get(count, ())
 
 
 def all_variants() -> Catalogue:
