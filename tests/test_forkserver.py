@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -66,6 +68,60 @@ def test_forked_worker_is_isolated_and_never_saw_the_references(prepared: Prepar
     assert cwd is not None and cwd.group(1) == cwd.group(2) and "grader-work-" in cwd.group(1)
     assert "session leader: True group leader: True" in out
     assert "GRADER_TEST_SECRET" not in out
+
+
+def _may_fork_namespaces() -> bool:
+    """Whether a process started as the fork server may fork workers into namespaces of their
+    own (asked in a separate process: the probe unshares and returns)."""
+    probe = "from grader.sandbox.isolation import NamespaceForks; print(NamespaceForks.open() is not None)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    return done.stdout.strip() == "True"
+
+
+def test_each_worker_is_the_init_of_its_own_pid_namespace(prepared: Prepared, server: ForkServer) -> None:
+    """Privileged, the server forks each worker straight into a new PID namespace (no supervising
+    process); otherwise the worker makes its namespace itself. Either way it is PID 1 of one."""
+    from grader.sandbox.isolation import FORKED_AS_INIT
+
+    report = grade_file(EXAMPLES / "correct.py", prepared, forkserver=server)
+    layer = next(layer for layer in report.sandbox if layer.name == "pid-namespace")
+    assert layer.active, layer.detail
+    if _may_fork_namespaces():
+        assert layer.detail == FORKED_AS_INIT
+    else:
+        assert layer.detail != FORKED_AS_INIT
+
+
+def test_workers_die_with_a_killed_server(tmp_path: Path) -> None:
+    """The parent-death signal is set before anything else in a forked worker: here the worker
+    waits for a request that never comes, and the server is killed under it."""
+    from grader.sandbox.env import BASE_ENV
+    from grader.sandbox.runner import _kill_group, _running
+
+    server = ForkServer.start()
+    assert server is not None
+    req_r, req_w = os.pipe()
+    res_r, res_w = os.pipe()
+    worker = server.spawn(req_r, res_w, str(tmp_path), dict(BASE_ENV))
+    os.close(req_r)
+    os.close(res_w)
+    try:
+        assert worker is not None and _running(worker.pid)
+        server.proc.kill()
+        server.proc.wait()
+        for _ in range(100):
+            if not _running(worker.pid):
+                break
+            time.sleep(0.05)
+        assert not _running(worker.pid), "a worker outlived its fork server"
+    finally:
+        if worker is not None:
+            _kill_group(worker.pid)
+            worker.reply.close()
+            worker.stdout.close()
+        os.close(req_w)
+        os.close(res_r)
+        server.close()
 
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"

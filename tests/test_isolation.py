@@ -500,6 +500,86 @@ def test_escapers_die_with_the_pid_namespace(pid_namespace_available: None) -> N
     assert result["all_dead"], "a setsid + double-fork escaper outlived the PID namespace"
 
 
+@pytest.fixture
+def namespace_forks_available() -> None:
+    result = in_child(lambda: {"ok": iso.NamespaceForks.open() is not None})
+    if not result["ok"]:
+        pytest.skip("this process may not fork into PID namespaces of its own (not privileged)")
+
+
+def _namespace_of(pid: int | str = "self") -> int:
+    return os.stat(f"/proc/{pid}/ns/pid").st_ino
+
+
+def test_namespace_forks_give_each_child_a_namespace_of_its_own(namespace_forks_available: None) -> None:
+    """What the fork server relies on: each fork is PID 1 of a new namespace, and the forking
+    process's own later children are back in its namespace (never a worker's)."""
+
+    def body() -> dict[str, Any]:
+        forks = iso.NamespaceForks.open()
+        assert forks is not None
+        seen = []
+        for how in ("namespace", "namespace", "plain"):
+            read_fd, write_fd = os.pipe()
+            pid = forks.fork() if how == "namespace" else os.fork()
+            if pid == 0:  # pragma: no cover - runs in the grandchild
+                state = {"pid": os.getpid(), "ns": _namespace_of(), "init": iso.forked_as_namespace_init()}
+                os.write(write_fd, json.dumps(state).encode())
+                os._exit(0)
+            os.close(write_fd)
+            data, _ = _read_until_eof(read_fd, 5.0)
+            os.close(read_fd)
+            os.waitpid(pid, 0)
+            seen.append(json.loads(data))
+        return {"home": _namespace_of(), "seen": seen}
+
+    result = in_child(body)
+    first, second, plain = result["seen"]
+    assert first["pid"] == second["pid"] == 1 and first["init"] and second["init"]
+    assert len({first["ns"], second["ns"], result["home"]}) == 3
+    assert plain["ns"] == result["home"] and plain["pid"] != 1 and not plain["init"]
+
+
+def _run_as_forked_init(child: Callable[[], int]) -> int:
+    """What the fork server does with a worker: fork it as a namespace's init and reap it."""
+    forks = iso.NamespaceForks.open()
+    assert forks is not None
+    pid = forks.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        iso.run_as_namespace_init(child)
+    return iso._exit_code(os.waitpid(pid, 0)[1])
+
+
+def test_escapers_die_with_a_namespace_forked_as_such(namespace_forks_available: None) -> None:
+    result = _check_escaper_died(_run_as_forked_init)
+    assert result["escaper_started"], "the escaper never ran: the test proved nothing"
+    assert result["status"] == 5, "the exit code of child() did not reach the parent"
+    assert result["all_dead"], "a setsid + double-fork escaper outlived the namespace's init"
+
+
+def test_a_failed_return_to_the_home_namespace_kills_the_child_and_says_so(namespace_forks_available: None) -> None:
+    class Stuck(iso.NamespaceForks):
+        def _return_home(self) -> None:
+            super()._return_home()
+            raise iso.NamespaceStuck("made to fail once the child is forked")
+
+    def body() -> dict[str, Any]:
+        forks = Stuck(os.open("/proc/self/ns/pid", os.O_RDONLY))
+        try:
+            forks.fork()
+        except iso.NamespaceStuck:
+            pass
+        else:
+            return {"error": "no NamespaceStuck"}
+        try:
+            left = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            left = None
+        return {"left": left}
+
+    assert in_child(body) == {"left": None}  # the child was killed and reaped
+
+
 def _stop_supervisor(run: Callable[[Callable[[], int]], int], prepare: Callable[[], dict[str, Any]], stop: int) -> tuple[int, bool, dict[str, Any]]:
     """Fork a supervisor running ``run(worker)``. The worker leaves a setsid + double-fork escaper
     (before isolation, while /proc still shows the machine's pids, so the pid it reports is one

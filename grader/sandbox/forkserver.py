@@ -19,8 +19,11 @@ Protocol, over one SOCK_SEQPACKET control socket (one message per request, never
 * grader -> server: JSON ``{"workdir", "env"}`` with four descriptors attached (``send_fds``):
   the request pipe (read end), the result pipe (write end), the output pipe (write end) and a
   reply socket for this request;
-* server -> grader, on the reply socket: ``{"pid"}`` once forked, then ``{"status",
-  "max_rss_kb", "cpu_s"}`` once reaped (status as from ``wait``).
+* server -> grader, on the reply socket: ``{"pid", "init"}`` once forked, then ``{"status",
+  "max_rss_kb", "cpu_s"}`` once reaped (status as from ``wait``). ``init`` is true when the
+  server forked the worker as PID 1 of a PID namespace of its own (isolation.NamespaceForks,
+  where the server is privileged): no supervising process then stands between the two, and
+  the grader ends the worker with SIGKILL alone (a namespace's init ignores SIGTERM).
 
 When the grader goes away (its end of the control socket closes), the server kills every child's
 process group and exits. This module stays import-light (no numpy) so that the CLI can start the
@@ -39,10 +42,13 @@ import socket
 import subprocess
 import sys
 import threading
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from grader.errors import SandboxError
 from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
+
+if TYPE_CHECKING:  # imported by the server only (see serve): the grader's side stays light
+    from grader.sandbox.isolation import NamespaceForks
 
 # The collector is off while the server imports (see serve).
 SERVER_BOOT = "import gc; gc.disable(); import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import serve; serve(int(sys.argv[1]))"
@@ -100,6 +106,9 @@ class ForkedWorker:
         self.pid = pid
         self.reply = reply
         self.stdout = stdout
+        # PID 1 of its own PID namespace, with no supervising process: a SIGKILL ends it and
+        # everything it started, and it ignores SIGTERM (the kernel shields a namespace's init).
+        self.namespace_init = False
 
     def _wait(self, timeout: float) -> dict[str, Any] | None:
         self.reply.settimeout(timeout)
@@ -199,14 +208,15 @@ class ForkServer:
             theirs.close()
             os.close(out_w)
         worker = ForkedWorker(0, mine, open(out_r, "rb", buffering=0))
-        message = worker._wait(START_TIMEOUT_S)
-        pid = (message or {}).get("pid")
+        message = worker._wait(START_TIMEOUT_S) or {}
+        pid = message.get("pid")
         if type(pid) is not int or pid <= 0:
             self.usable = False
             mine.close()
             worker.stdout.close()
             return None
         worker.pid = pid
+        worker.namespace_init = message.get("init") is True
         with self.lock:
             self.spawned += 1
         return worker
@@ -240,6 +250,7 @@ def serve(control_fd: int) -> None:
     import numpy  # noqa: F401 - the point of the server: imported once, inherited by every child
 
     from grader.sandbox import worker
+    from grader.sandbox.isolation import NamespaceForks
 
     # Everything imported so far is shared with every child, copy-on-write. A garbage collection
     # in a child would touch (and so copy) every page of it: frozen objects are never scanned.
@@ -249,6 +260,10 @@ def serve(control_fd: int) -> None:
     gc.freeze()
     gc.enable()
     control = socket.socket(fileno=control_fd)
+    forks = NamespaceForks.open()  # NamespaceStuck ends the server: the grader starts fresh workers
+    # Only this process holds the write end: a child that finds the read end at end-of-file was
+    # forked by a server that died before the child's parent-death signal was set.
+    alive = os.pipe()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -269,7 +284,7 @@ def serve(control_fd: int) -> None:
                     for pid in replies:
                         _kill_group(pid)
                     os._exit(0)
-                _spawn(worker.entry, data, fds, replies, control)
+                _spawn(worker.entry, data, fds, replies, control, forks, alive)
             else:
                 try:
                     while os.read(wake_r, 512):
@@ -294,7 +309,7 @@ def _reap(replies: dict[int, socket.socket]) -> None:
             reply.close()
 
 
-def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.socket], control: socket.socket) -> None:
+def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.socket], control: socket.socket, forks: NamespaceForks | None, alive: tuple[int, int]) -> None:
     try:
         request = json.loads(data)
         workdir, env = request["workdir"], request["env"]
@@ -305,26 +320,48 @@ def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.so
         for fd in fds:
             os.close(fd)
         return
+    from grader.sandbox.isolation import NamespaceStuck  # loaded already (by serve)
+
     req_r, res_w, out_w, reply_fd = fds
     reply = socket.socket(fileno=reply_fd)
+    init = False
     try:
-        pid = os.fork()
-    except OSError:  # out of processes or memory: no pid sent, the grader starts a fresh worker
+        if forks is not None:
+            try:
+                pid, init = forks.fork(), True
+            except OSError:  # no namespace this time (a limit reached): the worker makes its own
+                pid = os.fork()
+        else:
+            pid = os.fork()
+    except (OSError, NamespaceStuck) as exc:
+        # Out of processes or memory: no pid sent, the grader starts a fresh worker. Stuck in a
+        # child's namespace: forking on would put workers together, so the server ends (the
+        # grader then starts fresh workers).
         for fd in (req_r, res_w, out_w):
             os.close(fd)
         reply.close()
+        if isinstance(exc, NamespaceStuck):
+            os._exit(1)
         return
     if pid == 0:
-        _child(entry, req_r, res_w, out_w, workdir, env, [reply, control, *replies.values()])
+        _child(entry, req_r, res_w, out_w, workdir, env, [reply, control, *replies.values()], alive)
     for fd in (req_r, res_w, out_w):
         os.close(fd)
     replies[pid] = reply
-    _send_json(reply, {"pid": pid})
+    _send_json(reply, {"pid": pid, "init": init})
 
 
-def _child(entry: Any, req_r: int, res_w: int, out_w: int, workdir: str, env: dict[str, str], sockets: list[socket.socket]) -> None:
+def _child(entry: Any, req_r: int, res_w: int, out_w: int, workdir: str, env: dict[str, str], sockets: list[socket.socket], alive: tuple[int, int]) -> None:
     """Become what a fresh worker is, then run the same worker code. Never returns."""
+    from grader.sandbox.isolation import set_parent_death_signal  # loaded already (by serve)
+
     try:
+        # Dies with the server (which ends every worker when the grader goes), even when the
+        # server died just before this line.
+        set_parent_death_signal()
+        os.close(alive[1])
+        if select.select([alive[0]], [], [], 0)[0]:
+            os._exit(70)
         os.setsid()  # its own session and process group: one killpg ends it and its children
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)

@@ -14,8 +14,11 @@ How the worker uses it::
 ``run_in_pid_namespace`` makes the worker PID 1 of a fresh PID namespace, so that every process
 the submission starts (setsid and double-fork included) dies with it. A SIGTERM to the process
 that called it (the grader's stop after a timeout) kills the worker and, in the subreaper
-fallback, sweeps what it left, before the grader's SIGKILL of the whole group. Inside, after numpy is
-imported and the request is read, ``apply_isolation(policy)`` applies the other layers.
+fallback, sweeps what it left, before the grader's SIGKILL of the whole group. A privileged fork
+server does without that supervising process: ``NamespaceForks`` forks each worker straight into
+a namespace of its own, and the worker runs through ``run_as_namespace_init`` (a SIGKILL to it
+then ends the whole namespace). Inside, after numpy is imported and the request is read,
+``apply_isolation(policy)`` applies the other layers.
 
 Order inside apply_isolation, and why it is that order:
 
@@ -297,6 +300,8 @@ def _load_libc() -> ctypes.CDLL | None:
     libc.prctl.restype = ctypes.c_int
     libc.unshare.argtypes = [ctypes.c_int]
     libc.unshare.restype = ctypes.c_int
+    libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+    libc.setns.restype = ctypes.c_int
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     libc.mount.restype = ctypes.c_int
     libc.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
@@ -435,7 +440,7 @@ def _enter_user_namespace(extra_flags: int = 0) -> str:
     return f"user namespace with uid {uid} and gid {gid} mapped to themselves"
 
 
-def _set_parent_death_signal() -> None:
+def set_parent_death_signal() -> None:
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
@@ -1014,7 +1019,7 @@ def _layer_unprivileged(workdir: str, readable: Iterable[str], drop_to_nobody: b
 
 def _layer_parent_death(expected_ppid: int) -> Layer:
     try:
-        _set_parent_death_signal()
+        set_parent_death_signal()
     except OSError as exc:
         return _failed("parent-death-signal", exc)
     # The parent may have died before prctl: then no signal will ever come. In a PID namespace
@@ -1321,7 +1326,7 @@ def _run_with_subreaper(child: Callable[[], int], why: str = "no PID namespace")
     if pid == 0:
         _PID_NS_STATE = f"{why}; fallback: {reaper}"
         try:
-            _set_parent_death_signal()
+            set_parent_death_signal()
         except OSError:
             pass
         if os.getppid() != parent and os.getpid() != 1:  # in a PID namespace getppid() is 0
@@ -1345,6 +1350,89 @@ def _unshare_pid_namespace() -> str:
     return "PID 1 of a new PID namespace (inside a new " + _enter_user_namespace(CLONE_NEWPID) + ")"
 
 
+class NamespaceStuck(RuntimeError):
+    """Returning to our own PID namespace failed: every later fork of this process would land in
+    one shared namespace. The process must not fork workers any more (the fork server exits)."""
+
+
+class NamespaceForks:
+    """Forks each child straight into a PID namespace of its own, as its PID 1, for a process
+    that forks many (the fork server). run_in_pid_namespace needs a supervising process per
+    child because unshare(CLONE_NEWPID) changes where *all* later children of the caller go; a
+    process privileged over its own PID namespace can undo that after each fork (setns back to
+    its own namespace), so the child needs no supervisor and the parent reaps it directly: one
+    fork and one exit per child instead of two.
+
+    ``open()`` returns None where this process may not (it is not privileged in its user
+    namespace, or the kernel refuses): its children then use run_in_pid_namespace as before."""
+
+    def __init__(self, home: int) -> None:
+        self.home = home  # our own PID namespace, to return to after each fork
+
+    @classmethod
+    def open(cls) -> NamespaceForks | None:
+        try:
+            home = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        forks = cls(home)
+        try:
+            _unshare(CLONE_NEWPID)
+        except OSError:
+            os.close(home)
+            return None
+        forks._return_home()
+        return forks
+
+    def _return_home(self) -> None:
+        try:
+            _check(_libc().setns(self.home, CLONE_NEWPID), "setns(CLONE_NEWPID)")
+        except OSError as exc:
+            raise NamespaceStuck(f"cannot return to the PID namespace of the fork server: {exc.strerror}") from None
+
+    def fork(self) -> int:
+        """os.fork() into a new PID namespace: 0 in the child (PID 1 there), the child's pid in
+        the parent, whose own later children go where they went before. Raises OSError when the
+        namespace or the fork fails (nothing is left changed), NamespaceStuck when the way back
+        fails (the child, if any, is killed first)."""
+        global _PID_NS_STATE
+        _unshare(CLONE_NEWPID)
+        try:
+            pid = os.fork()
+        except OSError:
+            self._return_home()
+            raise
+        if pid == 0:
+            _PID_NS_STATE = FORKED_AS_INIT
+            os.close(self.home)
+            return 0
+        try:
+            self._return_home()
+        except NamespaceStuck:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
+        return pid
+
+    def close(self) -> None:
+        os.close(self.home)
+
+
+FORKED_AS_INIT = "PID 1 of a new PID namespace, forked so by the fork server: every process left in it dies with this one"
+
+
+def forked_as_namespace_init() -> bool:
+    """Whether NamespaceForks.fork made this process (PID 1 of its own PID namespace)."""
+    return _PID_NS_STATE == FORKED_AS_INIT and os.getpid() == 1
+
+
+def run_as_namespace_init(child: Callable[[], int]) -> NoReturn:
+    """What run_in_pid_namespace's child does, for a process NamespaceForks made: run child()
+    and exit with its code; the namespace, and every process in it, ends with this one."""
+    _run_child_and_exit(child)
+    raise AssertionError("unreachable")
+
+
 def run_in_pid_namespace(child: Callable[[], int]) -> int:
     """If possible unshare(CLONE_NEWPID) (with a user namespace when not root) and fork: the child
     becomes PID 1 of a new namespace and runs child(); when it exits the kernel kills every
@@ -1362,7 +1450,7 @@ def run_in_pid_namespace(child: Callable[[], int]) -> int:
     global _PID_NS_STATE
     expected_ppid = os.getppid()
     try:
-        _set_parent_death_signal()  # the wrapper dies with the grader, the child with the wrapper
+        set_parent_death_signal()  # the wrapper dies with the grader, the child with the wrapper
     except OSError:
         pass
     if os.getppid() != expected_ppid:
@@ -1385,7 +1473,7 @@ def run_in_pid_namespace(child: Callable[[], int]) -> int:
         _PID_NS_STATE = how
         os.close(alive_w)
         try:
-            _set_parent_death_signal()
+            set_parent_death_signal()
         except OSError:
             pass
         if select.select([alive_r], [], [], 0)[0]:

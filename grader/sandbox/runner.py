@@ -200,10 +200,14 @@ def _exits_by(pid: int, deadline: float) -> bool:
         time.sleep(0.005)
 
 
-def _stop(pid: int) -> None:
+def _stop(pid: int, graceful: bool = True) -> None:
     """End a worker: SIGTERM first, to the process we started only, which then kills the isolated
     worker it supervises and, without a PID namespace, sweeps what that left (a setsid escaper
-    included); then SIGKILL to the whole group, whatever happened."""
+    included); then SIGKILL to the whole group, whatever happened. A worker the fork server
+    made PID 1 of its own namespace has no supervisor (``graceful=False``): SIGKILL at once."""
+    if not graceful:
+        _kill_group(pid)
+        return
     try:
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 1.0
@@ -413,7 +417,7 @@ def _collect(proc: subprocess.Popen[bytes] | ForkedWorker, res_fd: int, limits: 
         # sleeps): never wait for it past the deadline.
         status, detail = "timeout", f"no result within {limits.timeout_s:g} s (the worker closed its pipes and kept running)"
     if status is not None:
-        _stop(proc.pid)
+        _stop(proc.pid, graceful=not (isinstance(proc, ForkedWorker) and proc.namespace_init))
     exit_code, signum, max_rss, cpu_s = _reap(proc)
     duration = time.monotonic() - started
     if status is None:

@@ -8,7 +8,9 @@ records what happened, as plain data.
 Started (see runner.py) as ``python -I -c BOOT PACKAGE_ROOT REQUEST_FD RESULT_FD`` with stdin on /dev/null,
 stdout and stderr on a capped pipe the grader reads, in a fresh empty working folder. ``entry``
 is the one way in, whoever starts the process: it forks the worker proper into a PID namespace
-of its own (see isolation.run_in_pid_namespace) and relays how it ended. The worker proper reads
+of its own (see isolation.run_in_pid_namespace) and relays how it ended, or, when a privileged
+fork server already forked it as PID 1 of a new namespace, runs the worker proper itself. The
+worker proper reads
 the request, applies the isolation layers the request names (readable and hidden paths, limits;
 see policy.py), reports them in a "sandbox" message, and only then loads the submission.
 
@@ -32,7 +34,7 @@ import numpy as np
 
 from grader.frameworks import relative_limits, worker_adapter
 from grader.sandbox.forms import MASK_NAMES, call_arguments, import_submission, search_path
-from grader.sandbox.isolation import LAYER_NAMES, Layer, Policy, apply_isolation, missing_guarantees, relay_exit, run_in_pid_namespace
+from grader.sandbox.isolation import LAYER_NAMES, Layer, Policy, apply_isolation, forked_as_namespace_init, missing_guarantees, relay_exit, run_as_namespace_init, run_in_pid_namespace
 from grader.sandbox.protocol import decode, encode
 
 # The folder BOOT put first on sys.path to import this package (see runner.WORKER_BOOT).
@@ -335,5 +337,8 @@ def entry(argv: list[str]) -> None:
     process the submission starts ends with it. The child flushes what the submission printed
     and leaves with os._exit, without running atexit hooks the submission may have registered;
     this process then ends the same way the child did (killed by SIGKILL, SIGSEGV, ... or an exit
-    code), so the grader reads the worker's fate from its own wait status."""
+    code), so the grader reads the worker's fate from its own wait status. A worker the fork
+    server forked as PID 1 of a new namespace is that child already: the server reaps it."""
+    if forked_as_namespace_init():  # the fork server made the namespace: nothing to supervise
+        run_as_namespace_init(lambda: main(argv))
     relay_exit(run_in_pid_namespace(lambda: main(argv)))
