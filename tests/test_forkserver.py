@@ -38,9 +38,13 @@ def attention(Q, K, V):
 '''
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ForkServer]:
-    started = ForkServer.start()
+@pytest.fixture(scope="module", params=["default", "own-namespaces"])
+def server(request: pytest.FixtureRequest) -> Iterator[ForkServer]:
+    """The server as it starts here and, as root, also the way it takes without privileges
+    (its own user namespace, the worker pids sent in credentials)."""
+    if request.param == "own-namespaces" and os.geteuid() != 0:
+        pytest.skip("unprivileged already: the default server takes that way")
+    started = ForkServer.start(own_namespaces=request.param == "own-namespaces")
     if started is None:
         pytest.skip("no fork server on this platform")
     with started:
@@ -70,35 +74,43 @@ def test_forked_worker_is_isolated_and_never_saw_the_references(prepared: Prepar
     assert "GRADER_TEST_SECRET" not in out
 
 
-def _may_fork_namespaces() -> bool:
-    """Whether a process started as the fork server may fork workers into namespaces of their
-    own (asked in a separate process: the probe unshares and returns)."""
-    probe = "from grader.sandbox.isolation import NamespaceForks; print(NamespaceForks.open() is not None)"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent)
-    return done.stdout.strip() == "True"
+PROBE_NAMESPACES = """
+from grader.sandbox import isolation
+if isolation.NamespaceForks.open() is None:
+    isolation._enter_user_namespace(isolation.CLONE_NEWPID, strict=True)
+print("yes")
+"""
+
+
+def _server_makes_namespaces() -> bool:
+    """Whether a server here can fork each worker into a PID namespace of its own: privileged,
+    or in a user namespace it makes (asked in a separate process, which the probe changes)."""
+    done = subprocess.run([sys.executable, "-c", PROBE_NAMESPACES], capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    return done.stdout.strip() == "yes"
 
 
 def test_each_worker_is_the_init_of_its_own_pid_namespace(prepared: Prepared, server: ForkServer) -> None:
-    """Privileged, the server forks each worker straight into a new PID namespace (no supervising
-    process); otherwise the worker makes its namespace itself. Either way it is PID 1 of one."""
+    """The server forks each worker straight into a new PID namespace, with no supervising
+    process: privileged, from its own process, otherwise from a user namespace of its own."""
     from grader.sandbox.isolation import FORKED_AS_INIT
 
     report = grade_file(EXAMPLES / "correct.py", prepared, forkserver=server)
+    assert report.passed
     layer = next(layer for layer in report.sandbox if layer.name == "pid-namespace")
-    assert layer.active, layer.detail
-    if _may_fork_namespaces():
-        assert layer.detail == FORKED_AS_INIT
-    else:
-        assert layer.detail != FORKED_AS_INIT
+    if not _server_makes_namespaces():
+        pytest.skip(f"no namespaces for the server here; the worker reports: {layer.detail}")
+    assert layer.active and layer.detail == FORKED_AS_INIT, layer.detail
 
 
-def test_workers_die_with_a_killed_server(tmp_path: Path) -> None:
-    """The parent-death signal is set before anything else in a forked worker: here the worker
-    waits for a request that never comes, and the server is killed under it."""
+@pytest.mark.parametrize("own_namespaces", [False, True])
+def test_workers_die_with_a_killed_server(tmp_path: Path, own_namespaces: bool) -> None:
+    """The parent-death signal is set before anything else in a forked worker (and in the
+    processes between it and the one the grader started): here the worker waits for a request
+    that never comes, and the server the grader started is killed under it."""
     from grader.sandbox.env import BASE_ENV
     from grader.sandbox.runner import _kill_group, _running
 
-    server = ForkServer.start()
+    server = ForkServer.start(own_namespaces=own_namespaces)
     assert server is not None
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
@@ -107,6 +119,12 @@ def test_workers_die_with_a_killed_server(tmp_path: Path) -> None:
     os.close(res_w)
     try:
         assert worker is not None and _running(worker.pid)
+        # The pid the grader holds names the worker as this process sees it (a server in a
+        # namespace of its own numbers it otherwise): a fork of the server, PID 1 of its own.
+        assert b"forkserver import" in Path(f"/proc/{worker.pid}/cmdline").read_bytes()
+        if _server_makes_namespaces():
+            nspid = re.search(r"^NSpid:\s+(.*)$", Path(f"/proc/{worker.pid}/status").read_text(), re.M)
+            assert nspid is not None and nspid.group(1).split()[-1] == "1", nspid
         server.proc.kill()
         server.proc.wait()
         for _ in range(100):

@@ -43,6 +43,8 @@ from typing import Any
 
 import pytest
 
+from grader.sandbox.isolation import FORKED_AS_INIT
+
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 TIMEOUT_S = 2.0
@@ -397,6 +399,11 @@ def test_every_layer_the_machine_offers_is_in_force(batch: Batch) -> None:
         expected |= {"network-namespace", "ipc-namespace", "mount-namespace", "pid-namespace"}
     expected |= {"single-threaded", "session", "rlimits", "parent-death-signal", "no-new-privs", "unprivileged-user"}
     assert expected <= active, expected - active
+    if namespaces and batch.mode != "unprivileged-no-userns":
+        # One process per submission: the fork server forked each worker into its namespace,
+        # from its own process as root, else from a user namespace of its own.
+        details = {layer["name"]: layer["detail"] for layer in batch.sub("flood_output.py")["sandbox"]}
+        assert details["pid-namespace"] == FORKED_AS_INIT, details["pid-namespace"]
 
 
 def test_nothing_is_left_running(batch: Batch) -> None:

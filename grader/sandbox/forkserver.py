@@ -21,9 +21,12 @@ Protocol, over one SOCK_SEQPACKET control socket (one message per request, never
   reply socket for this request;
 * server -> grader, on the reply socket: ``{"pid", "init"}`` once forked, then ``{"status",
   "max_rss_kb", "cpu_s"}`` once reaped (status as from ``wait``). ``init`` is true when the
-  server forked the worker as PID 1 of a PID namespace of its own (isolation.NamespaceForks,
-  where the server is privileged): no supervising process then stands between the two, and
-  the grader ends the worker with SIGKILL alone (a namespace's init ignores SIGTERM).
+  server forked the worker as PID 1 of a PID namespace of its own (isolation.NamespaceForks):
+  no supervising process then stands between the two, and the grader ends the worker with
+  SIGKILL alone (a namespace's init ignores SIGTERM). A server without privileges does that
+  from a user and PID namespace of its own, where pids are numbered apart: it then sends
+  ``{"pid_in_credentials": true, "init"}`` with the worker's pid in SCM_CREDENTIALS, which the
+  kernel translates into the grader's namespace.
 
 When the grader goes away (its end of the control socket closes), the server kills every child's
 process group and exits. This module stays import-light (no numpy) so that the CLI can start the
@@ -39,6 +42,7 @@ import select
 import selectors
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -51,7 +55,9 @@ if TYPE_CHECKING:  # imported by the server only (see serve): the grader's side 
     from grader.sandbox.isolation import NamespaceForks
 
 # The collector is off while the server imports (see serve).
-SERVER_BOOT = "import gc; gc.disable(); import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import serve; serve(int(sys.argv[1]))"
+SERVER_BOOT = "import gc; gc.disable(); import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import OWN_NAMESPACES, serve; serve(int(sys.argv[1]), sys.argv[2] == OWN_NAMESPACES)"
+# serve()'s second argument: make the user namespace even where the server would not need one.
+OWN_NAMESPACES = "own-namespaces"
 # The first request may wait for the server's own start (numpy's import) on a loaded machine.
 START_TIMEOUT_S = 30.0
 # After the worker's pipes closed, it has nothing left to do but exit, once it has swept what the
@@ -60,6 +66,7 @@ START_TIMEOUT_S = 30.0
 EXIT_GRACE_S = 6.0
 REAP_TIMEOUT_S = 10.0
 MESSAGE_BYTES = 64 * 1024
+CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
 def _kill_group(pid: int) -> None:
@@ -106,18 +113,23 @@ class ForkedWorker:
         self.pid = pid
         self.reply = reply
         self.stdout = stdout
+        self.sender_pid = 0  # the pid in the credentials of the last message, 0 if none
         # PID 1 of its own PID namespace, with no supervising process: a SIGKILL ends it and
         # everything it started, and it ignores SIGTERM (the kernel shields a namespace's init).
         self.namespace_init = False
 
     def _wait(self, timeout: float) -> dict[str, Any] | None:
         self.reply.settimeout(timeout)
+        self.sender_pid = 0
         try:
-            data = self.reply.recv(MESSAGE_BYTES)
+            data, ancillary, _flags, _address = self.reply.recvmsg(MESSAGE_BYTES, socket.CMSG_SPACE(CREDENTIALS.size))
         except socket.timeout:
             return None
         except OSError:
-            data = b""
+            data, ancillary = b"", []
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(value) >= CREDENTIALS.size:
+                self.sender_pid = CREDENTIALS.unpack_from(value)[0]
         try:
             message = json.loads(data) if data else {}
         except ValueError:
@@ -159,9 +171,11 @@ class ForkServer:
         self.spawned = 0
 
     @classmethod
-    def start(cls) -> ForkServer | None:
+    def start(cls, own_namespaces: bool = False) -> ForkServer | None:
         """Start a server (it warms up in the background). None where the platform has no
-        SOCK_SEQPACKET or descriptor passing: callers then start fresh workers."""
+        SOCK_SEQPACKET or descriptor passing: callers then start fresh workers.
+        ``own_namespaces`` makes the server take the unprivileged way to namespaces even when
+        it runs as root (see serve), so that a privileged test can try it."""
         if not hasattr(socket, "SOCK_SEQPACKET") or not hasattr(socket, "send_fds"):
             return None
         try:
@@ -170,7 +184,7 @@ class ForkServer:
             return None
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", SERVER_BOOT, PACKAGE_ROOT, str(theirs.fileno())],
+                [sys.executable, "-I", "-c", SERVER_BOOT, PACKAGE_ROOT, str(theirs.fileno()), OWN_NAMESPACES if own_namespaces else "-"],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -196,6 +210,7 @@ class ForkServer:
             return None
         out_r, out_w = os.pipe()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the worker's pid, as we see it
         try:
             with self.lock:
                 socket.send_fds(self.control, [json.dumps({"workdir": workdir, "env": env}).encode()], [req_r, res_w, out_w, theirs.fileno()])
@@ -209,7 +224,10 @@ class ForkServer:
             os.close(out_w)
         worker = ForkedWorker(0, mine, open(out_r, "rb", buffering=0))
         message = worker._wait(START_TIMEOUT_S) or {}
-        pid = message.get("pid")
+        # A server in a PID namespace of its own sends the pid in the message's credentials,
+        # which the kernel translates into our namespace; its own number would name another
+        # process here.
+        pid = worker.sender_pid if message.get("pid_in_credentials") is True else message.get("pid")
         if type(pid) is not int or pid <= 0:
             self.usable = False
             mine.close()
@@ -246,11 +264,21 @@ class ForkServer:
 # The server's side (runs in its own fresh interpreter)
 
 
-def serve(control_fd: int) -> None:
+def serve(control_fd: int, own_namespaces: bool = False) -> None:
+    from grader.sandbox.isolation import NamespaceForks
+
+    # Workers forked straight into PID namespaces of their own (see isolation.NamespaceForks):
+    # where this process is privileged, from here; otherwise from the PID 1 of a user and PID
+    # namespace of our own, which carries on as the server (this process then only waits).
+    # Done before numpy's import: the processes that stay behind are small.
+    forks = None if own_namespaces else NamespaceForks.open()
+    displaced = False
+    if forks is None:
+        displaced, forks = NamespaceForks.behind_user_namespace()
+
     import numpy  # noqa: F401 - the point of the server: imported once, inherited by every child
 
     from grader.sandbox import worker
-    from grader.sandbox.isolation import NamespaceForks
 
     # Everything imported so far is shared with every child, copy-on-write. A garbage collection
     # in a child would touch (and so copy) every page of it: frozen objects are never scanned.
@@ -260,7 +288,6 @@ def serve(control_fd: int) -> None:
     gc.freeze()
     gc.enable()
     control = socket.socket(fileno=control_fd)
-    forks = NamespaceForks.open()  # NamespaceStuck ends the server: the grader starts fresh workers
     # Only this process holds the write end: a child that finds the read end at end-of-file was
     # forked by a server that died before the child's parent-death signal was set.
     alive = os.pipe()
@@ -284,7 +311,7 @@ def serve(control_fd: int) -> None:
                     for pid in replies:
                         _kill_group(pid)
                     os._exit(0)
-                _spawn(worker.entry, data, fds, replies, control, forks, alive)
+                _spawn(worker.entry, data, fds, replies, control, forks, alive, displaced)
             else:
                 try:
                     while os.read(wake_r, 512):
@@ -309,7 +336,7 @@ def _reap(replies: dict[int, socket.socket]) -> None:
             reply.close()
 
 
-def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.socket], control: socket.socket, forks: NamespaceForks | None, alive: tuple[int, int]) -> None:
+def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.socket], control: socket.socket, forks: NamespaceForks | None, alive: tuple[int, int], displaced: bool = False) -> None:
     try:
         request = json.loads(data)
         workdir, env = request["workdir"], request["env"]
@@ -348,7 +375,15 @@ def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.so
     for fd in (req_r, res_w, out_w):
         os.close(fd)
     replies[pid] = reply
-    _send_json(reply, {"pid": pid, "init": init})
+    if not displaced:
+        _send_json(reply, {"pid": pid, "init": init})
+        return
+    try:
+        # Our pid numbers are our namespace's: the kernel translates the one in the credentials.
+        reply.sendmsg([json.dumps({"pid_in_credentials": True, "init": init}).encode()], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, CREDENTIALS.pack(pid, os.getuid(), os.getgid()))])
+    except OSError:
+        _kill_group(pid)  # a worker the grader cannot name: it never runs (reaped as usual)
+        _send_json(reply, {"pid": None})
 
 
 def _child(entry: Any, req_r: int, res_w: int, out_w: int, workdir: str, env: dict[str, str], sockets: list[socket.socket], alive: tuple[int, int]) -> None:

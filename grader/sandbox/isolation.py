@@ -414,11 +414,12 @@ def _write_proc(path: str, text: str) -> None:
         os.close(fd)
 
 
-def _enter_user_namespace(extra_flags: int = 0) -> str:
+def _enter_user_namespace(extra_flags: int = 0, *, strict: bool = False) -> str:
     """unshare(CLONE_NEWUSER | extra_flags) and map our own uid/gid to themselves.
 
     The same uid inside as outside (not 0): files the process creates keep the right owner, and
     the capabilities the new namespace grants are dropped later by the unprivileged-user layer.
+    ``strict`` raises when the maps cannot be written (for a caller that gives up then).
     """
     uid, gid = os.geteuid(), os.getegid()
     _unshare(CLONE_NEWUSER | extra_flags)
@@ -436,6 +437,8 @@ def _enter_user_namespace(extra_flags: int = 0) -> str:
         # Typically uid 0 without CAP_SETFCAP (root in a container), which may not map the
         # parent's root. Unmapped still works: the process keeps its capabilities inside the new
         # namespace and shows up as the overflow uid 65534.
+        if strict:
+            raise
         return f"user namespace with uid {uid} left unmapped ({exc.strerror})"
     return f"user namespace with uid {uid} and gid {gid} mapped to themselves"
 
@@ -694,7 +697,7 @@ def _layer_session() -> Layer:
 def _layer_user_namespace() -> Layer:
     """Gives the process CAP_SYS_ADMIN over new namespaces when it is not privileged."""
     if _has_cap(CAP_SYS_ADMIN):
-        return Layer("user-namespace", True, "already inside a user namespace (e.g. created by run_in_pid_namespace)")
+        return Layer("user-namespace", True, "already inside a user namespace (made by the fork server or by run_in_pid_namespace)")
     try:
         return Layer("user-namespace", True, _enter_user_namespace())
     except OSError as exc:
@@ -1384,6 +1387,60 @@ class NamespaceForks:
         forks._return_home()
         return forks
 
+    @classmethod
+    def behind_user_namespace(cls) -> tuple[bool, NamespaceForks | None]:
+        """For a process not privileged over its own PID namespace: a user namespace of its own,
+        and in it a PID namespace whose PID 1 is privileged over it and so can fork children into
+        namespaces of their own. Three processes take part: this one (the caller), a middle one
+        that makes the namespaces, and their PID 1, where this returns ``(True, forks)`` (forks
+        None should the kernel refuse even there). The caller and the middle process never
+        return once that worked: each waits for the next with every other descriptor closed,
+        and ends the way it ended; each dies with its parent (parent-death signal), so killing
+        the caller ends them all, and PID 1 takes every process of its namespace with it. When
+        the set-up fails, the caller gets ``(False, None)``, unchanged.
+
+        The PID 1's process ids are those of its own namespace: whoever asks it for children
+        must learn their ids as the world outside sees them (fork server: SCM_CREDENTIALS)."""
+        caller = os.getpid()
+        ready_r, ready_w = os.pipe()
+        try:
+            middle = os.fork()
+        except OSError:
+            os.close(ready_r)
+            os.close(ready_w)
+            return False, None
+        if middle == 0:  # the middle process
+            try:
+                os.close(ready_r)
+                set_parent_death_signal()
+                if os.getppid() != caller:
+                    _die_now()
+                _enter_user_namespace(CLONE_NEWPID, strict=True)
+                alive_r, alive_w = os.pipe()
+                init = os.fork()
+            except BaseException:  # noqa: BLE001 - no namespaces here: the caller carries on alone
+                os._exit(1)
+            if init == 0:  # PID 1 of the new namespace
+                os.close(alive_w)
+                set_parent_death_signal()
+                if select.select([alive_r], [], [], 0)[0]:  # the middle process died before that
+                    _die_now()
+                os.close(alive_r)
+                forks = cls.open()
+                os.write(ready_w, b"1")
+                os.close(ready_w)
+                return True, forks
+            _wait_and_follow(init, keep=alive_w)
+        os.close(ready_w)
+        try:
+            ready = os.read(ready_r, 1) == b"1"  # end-of-file: the middle process gave up
+        finally:
+            os.close(ready_r)
+        if not ready:
+            os.waitpid(middle, 0)
+            return False, None
+        _wait_and_follow(middle)
+
     def _return_home(self) -> None:
         try:
             _check(_libc().setns(self.home, CLONE_NEWPID), "setns(CLONE_NEWPID)")
@@ -1416,6 +1473,18 @@ class NamespaceForks:
 
     def close(self) -> None:
         os.close(self.home)
+
+
+def _wait_and_follow(pid: int, keep: int = -1) -> NoReturn:
+    """Close every descriptor but the standard streams (and ``keep``), wait for child ``pid``
+    and end as it ended."""
+    high = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
+    if keep >= 3:
+        os.closerange(3, keep)
+        os.closerange(keep + 1, max(high, keep + 1))
+    else:
+        os.closerange(3, high)
+    relay_exit(_supervise(pid))
 
 
 FORKED_AS_INIT = "PID 1 of a new PID namespace, forked so by the fork server: every process left in it dies with this one"
