@@ -113,28 +113,32 @@ class ForkedWorker:
         self.pid = pid
         self.reply = reply
         self.stdout = stdout
-        self.sender_pid = 0  # the pid in the credentials of the last message, 0 if none
         # PID 1 of its own PID namespace, with no supervising process: a SIGKILL ends it and
         # everything it started, and it ignores SIGTERM (the kernel shields a namespace's init).
         self.namespace_init = False
 
     def _wait(self, timeout: float) -> dict[str, Any] | None:
+        return self._receive(timeout)[0]
+
+    def _receive(self, timeout: float) -> tuple[dict[str, Any] | None, int]:
+        """The server's next message (None on timeout, {} when it is gone or garbled) and the
+        pid in its credentials (0 when it has none)."""
         self.reply.settimeout(timeout)
-        self.sender_pid = 0
         try:
             data, ancillary, _flags, _address = self.reply.recvmsg(MESSAGE_BYTES, socket.CMSG_SPACE(CREDENTIALS.size))
         except socket.timeout:
-            return None
+            return None, 0
         except OSError:
             data, ancillary = b"", []
+        sender_pid = 0
         for level, kind, value in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(value) >= CREDENTIALS.size:
-                self.sender_pid = CREDENTIALS.unpack_from(value)[0]
+                sender_pid = CREDENTIALS.unpack_from(value)[0]
         try:
             message = json.loads(data) if data else {}
         except ValueError:
             message = {}
-        return message if isinstance(message, dict) else {}
+        return (message if isinstance(message, dict) else {}), sender_pid
 
     def reap(self) -> tuple[int | None, int | None, int, float]:
         """Exit code, signal, peak resident memory (KB) and CPU seconds, as runner._reap returns them."""
@@ -223,11 +227,12 @@ class ForkServer:
             theirs.close()
             os.close(out_w)
         worker = ForkedWorker(0, mine, open(out_r, "rb", buffering=0))
-        message = worker._wait(START_TIMEOUT_S) or {}
+        received, sender_pid = worker._receive(START_TIMEOUT_S)
+        message = received or {}
         # A server in a PID namespace of its own sends the pid in the message's credentials,
         # which the kernel translates into our namespace; its own number would name another
         # process here.
-        pid = worker.sender_pid if message.get("pid_in_credentials") is True else message.get("pid")
+        pid = sender_pid if message.get("pid_in_credentials") is True else message.get("pid")
         if type(pid) is not int or pid <= 0:
             self.usable = False
             mine.close()

@@ -14,9 +14,10 @@ How the worker uses it::
 ``run_in_pid_namespace`` makes the worker PID 1 of a fresh PID namespace, so that every process
 the submission starts (setsid and double-fork included) dies with it. A SIGTERM to the process
 that called it (the grader's stop after a timeout) kills the worker and, in the subreaper
-fallback, sweeps what it left, before the grader's SIGKILL of the whole group. A privileged fork
-server does without that supervising process: ``NamespaceForks`` forks each worker straight into
-a namespace of its own, and the worker runs through ``run_as_namespace_init`` (a SIGKILL to it
+fallback, sweeps what it left, before the grader's SIGKILL of the whole group. The fork server
+does without that supervising process where it can: ``NamespaceForks`` forks each worker
+straight into a namespace of its own (as root directly, otherwise from a user namespace the
+server makes for itself), and the worker runs through ``run_as_namespace_init`` (a SIGKILL to it
 then ends the whole namespace). Inside, after numpy is imported and the request is read,
 ``apply_isolation(policy)`` applies the other layers.
 
@@ -1188,7 +1189,7 @@ def _call_child(child: Callable[[], int]) -> int:
         return 1
 
 
-def _run_child_and_exit(child: Callable[[], int]) -> None:
+def _run_child_and_exit(child: Callable[[], int]) -> NoReturn:
     """Body of a forked child: run child() and _exit with its code, never return into the
     caller's stack (which would run the parent's code a second time)."""
     code = 70
@@ -1367,7 +1368,8 @@ class NamespaceForks:
     fork and one exit per child instead of two.
 
     ``open()`` returns None where this process may not (it is not privileged in its user
-    namespace, or the kernel refuses): its children then use run_in_pid_namespace as before."""
+    namespace, or the kernel refuses); ``behind_user_namespace()`` then makes a process that
+    may. Where neither works, the children use run_in_pid_namespace themselves."""
 
     def __init__(self, home: int) -> None:
         self.home = home  # our own PID namespace, to return to after each fork
@@ -1471,9 +1473,6 @@ class NamespaceForks:
             raise
         return pid
 
-    def close(self) -> None:
-        os.close(self.home)
-
 
 def _wait_and_follow(pid: int, keep: int = -1) -> NoReturn:
     """Close every descriptor but the standard streams (and ``keep``), wait for child ``pid``
@@ -1499,7 +1498,6 @@ def run_as_namespace_init(child: Callable[[], int]) -> NoReturn:
     """What run_in_pid_namespace's child does, for a process NamespaceForks made: run child()
     and exit with its code; the namespace, and every process in it, ends with this one."""
     _run_child_and_exit(child)
-    raise AssertionError("unreachable")
 
 
 def run_in_pid_namespace(child: Callable[[], int]) -> int:

@@ -8,11 +8,11 @@ records what happened, as plain data.
 Started (see runner.py) as ``python -I -c BOOT PACKAGE_ROOT REQUEST_FD RESULT_FD`` with stdin on /dev/null,
 stdout and stderr on a capped pipe the grader reads, in a fresh empty working folder. ``entry``
 is the one way in, whoever starts the process: it forks the worker proper into a PID namespace
-of its own (see isolation.run_in_pid_namespace) and relays how it ended, or, when a privileged
-fork server already forked it as PID 1 of a new namespace, runs the worker proper itself. The
-worker proper reads
-the request, applies the isolation layers the request names (readable and hidden paths, limits;
-see policy.py), reports them in a "sandbox" message, and only then loads the submission.
+of its own (see isolation.run_in_pid_namespace) and relays how it ended, or, when the fork
+server already forked it as PID 1 of a new namespace, runs the worker proper itself. The worker
+proper reads the request, applies the isolation layers the request names (readable and hidden
+paths, limits; see policy.py), reports them in a "sandbox" message, and only then loads the
+submission.
 
 Everything the worker needs is imported at the top of this module, before isolation: afterwards
 the grader's package folder is hidden and sealed (no further ``grader.*`` import works), and a
