@@ -58,14 +58,21 @@ class BatchOutcome:
 
 
 def _labelled(report: Report, submission: Submission, cached: bool = False) -> Report:
-    """The report under the submission's current name (a cached one may come from another path)."""
+    """The report under the submission's current name (a cached one may come from another path:
+    its locations, which name the file it was graded as, are moved along)."""
     path = str(submission.file) if submission.file is not None else submission.label
     extra = {k: v for k, v in report.extra.items() if k not in ("candidate", "cached")}
     if submission.folder is not None:
         extra["candidate"] = submission.label
     if cached:
         extra["cached"] = True
-    return replace(report, path=path, extra=extra)
+    diagnoses = report.diagnoses
+    if path != report.path:
+        diagnoses = tuple(
+            replace(d, location=replace(d.location, file=path)) if d.location is not None and d.location.file == report.path else d
+            for d in diagnoses
+        )
+    return replace(report, path=path, extra=extra, diagnoses=diagnoses)
 
 
 def grade_one(submission: Submission, prepared: Prepared, forkserver: ForkServer | None) -> tuple[Report, bool]:

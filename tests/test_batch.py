@@ -177,6 +177,25 @@ def test_candidate_mode_and_github_actions(tmp_path: Path) -> None:
     assert text.startswith("earlier steps\n") and "## Attention grader: 0 of 1 passed" in text
 
 
+def test_annotations_and_locations_name_the_file_as_it_was_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relative paths stay as given (GitHub resolves them from the repository's root), and a
+    report taken from the cache for a copy elsewhere points at the copy, not at the original."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b" / "deeper").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "seed_buggy.py", tmp_path / "a" / "sub.py")
+    shutil.copy(EXAMPLES / "seed_buggy.py", tmp_path / "b" / "deeper" / "sub.py")  # same name and bytes: same cache key
+    monkeypatch.chdir(tmp_path)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    code, out, _ = invoke(*cache, "--format", "github", "a/sub.py")
+    assert code == 1 and len(out.splitlines()) == 2
+    assert all(line.startswith("::error file=a/sub.py,line=12,") for line in out.splitlines()), out
+    code, out, _ = invoke(*cache, "--format", "json", "-o", f"github={tmp_path / 'notes.txt'}", "b/deeper/sub.py")
+    (sub,) = json.loads(out)["submissions"]
+    assert code == 1 and sub["extra"].get("cached") is True
+    assert [d["location"]["file"] for d in sub["diagnoses"]] == ["b/deeper/sub.py"] * 2
+    assert all(line.startswith("::error file=b/deeper/sub.py,line=12,") for line in (tmp_path / "notes.txt").read_text().splitlines())
+
+
 def _grade_process(args: list[str], tmp_path: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS",)}
     env.update(PYTHONPATH=str(ROOT), GRADER_CACHE_DIR=str(tmp_path / "cache"), CI="true")

@@ -124,7 +124,7 @@ def test_github_escaping() -> None:
 def test_github_annotation_per_diagnosis(reports: list[Report]) -> None:
     lines = annotation_lines(hostile(reports[0]))
     assert len(lines) == len(reports[0].diagnoses)
-    assert lines[0].startswith("::error file=sub%2Cdir/a%3Ab.py,line=7,title=S201 scale-by-dk::nul")  # relative to the submission's folder
+    assert lines[0].startswith("::error file=sub%2Cdir/a%3Ab.py,line=7,title=S201 scale-by-dk::nul")
     assert "\n" not in "".join(lines)
     assert all(line.startswith("::error file=") for line in lines)
     # a line exactly where the diagnosis has a location
@@ -132,9 +132,9 @@ def test_github_annotation_per_diagnosis(reports: list[Report]) -> None:
 
 
 def test_github_warning_and_not_graded() -> None:
-    warning = Diagnosis("W1", "w", "warning", "m", "f", location=Location("a.py", 3, "x"))
+    warning = Diagnosis("W1", "w", "warning", "m", "f", location=Location("d/s.py", 3, "x"))
     base = Report("d/s.py", "attention", "s", True, 1, 1, (), (warning,), replace_output(), 0.1, "completed")
-    assert annotation_lines(base) == ["::warning file=d/a.py,line=3,title=W1 w::m%0AFix: f"]
+    assert annotation_lines(base) == ["::warning file=d/s.py,line=3,title=W1 w::m%0AFix: f"]
     missing = replace(base, diagnoses=(), error="2 files define attention()")
     assert annotation_lines(missing) == ["::error file=d/s.py,title=not graded::2 files define attention()"]
 

@@ -25,13 +25,11 @@ def escape_property(text: str) -> str:
 
 
 def _file_of(report: Report, d: Diagnosis | None) -> str:
-    """The annotated file, relative as GitHub wants it: the diagnosis' own file when it names
-    one (relative to the submission's folder), else the submission."""
+    """The annotated file: the diagnosis' own file when it names one, else the submission. Both
+    are paths as `grade` was given them (relative to the folder it ran in, which in a CI step is
+    the repository's root, as GitHub wants them)."""
     if d is not None and d.location is not None and d.location.file:
-        path = d.location.file
-        if not os.path.isabs(path):
-            path = os.path.join(os.path.dirname(report.path), path)
-        return os.path.normpath(path)
+        return os.path.normpath(d.location.file)
     return os.path.normpath(report.path)
 
 
