@@ -540,6 +540,55 @@ def test_namespace_forks_give_each_child_a_namespace_of_its_own(namespace_forks_
     assert plain["ns"] == result["home"] and plain["pid"] != 1 and not plain["init"]
 
 
+def _user_namespaces_work() -> bool:
+    def body() -> dict[str, Any]:
+        try:
+            iso._enter_user_namespace(iso.CLONE_NEWPID, strict=True)
+        except OSError:
+            return {"ok": False}
+        return {"ok": iso._has_cap(iso.CAP_SYS_ADMIN)}
+
+    return bool(in_child(body)["ok"])
+
+
+def test_an_unprivileged_server_gets_its_namespaces_behind_a_user_namespace() -> None:
+    """behind_user_namespace returns in the PID 1 of a new user and PID namespace, whose forks
+    are again namespace inits; the caller and the middle process wait and end with it."""
+    if not _user_namespaces_work():
+        pytest.skip("no user namespaces with capabilities here")
+
+    def body() -> dict[str, Any]:
+        forks = iso.NamespaceForks.behind_user_namespace()
+        if forks is None:
+            return {"error": "no namespaces although the probe made one"}
+        read_fd, write_fd = os.pipe()
+        pid = forks.fork()
+        if pid == 0:  # pragma: no cover - runs in the grandchild
+            os.write(write_fd, json.dumps({"pid": os.getpid(), "init": iso.forked_as_namespace_init()}).encode())
+            os._exit(0)
+        os.close(write_fd)
+        data, _ = _read_until_eof(read_fd, 5.0)
+        os.waitpid(pid, 0)
+        return {"server_pid": os.getpid(), "child": json.loads(data)}
+
+    result = in_child(body)  # the PID 1 answers; the process in_child forked ends as it ends
+    assert result == {"server_pid": 1, "child": {"pid": 1, "init": True}}
+
+
+def test_where_a_user_namespace_gives_no_pid_namespaces_the_caller_carries_on_alone() -> None:
+    def body() -> dict[str, Any]:
+        iso.NamespaceForks.open = classmethod(lambda cls: None)  # type: ignore[method-assign, assignment]
+        caller = os.getpid()
+        forks = iso.NamespaceForks.behind_user_namespace()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the grandchild
+            os._exit(0 if os.getpid() != 1 else 1)
+        _, status = os.waitpid(pid, 0)
+        return {"forks": forks is not None, "same_process": os.getpid() == caller, "plain_child": os.waitstatus_to_exitcode(status) == 0}
+
+    assert in_child(body) == {"forks": False, "same_process": True, "plain_child": True}
+
+
 def _run_as_forked_init(child: Callable[[], int]) -> int:
     """What the fork server does with a worker: fork it as a namespace's init and reap it."""
     forks = iso.NamespaceForks.open()

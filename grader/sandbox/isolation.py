@@ -1390,16 +1390,17 @@ class NamespaceForks:
         return forks
 
     @classmethod
-    def behind_user_namespace(cls) -> tuple[bool, NamespaceForks | None]:
+    def behind_user_namespace(cls) -> NamespaceForks | None:
         """For a process not privileged over its own PID namespace: a user namespace of its own,
         and in it a PID namespace whose PID 1 is privileged over it and so can fork children into
         namespaces of their own. Three processes take part: this one (the caller), a middle one
-        that makes the namespaces, and their PID 1, where this returns ``(True, forks)`` (forks
-        None should the kernel refuse even there). The caller and the middle process never
-        return once that worked: each waits for the next with every other descriptor closed,
-        and ends the way it ended; each dies with its parent (parent-death signal), so killing
-        the caller ends them all, and PID 1 takes every process of its namespace with it. When
-        the set-up fails, the caller gets ``(False, None)``, unchanged.
+        that makes the namespaces, and their PID 1, where this returns the forks. The caller and
+        the middle process never return once that worked: each waits for the next with every
+        other descriptor closed, and ends the way it ended; each dies with its parent
+        (parent-death signal), so killing the caller ends them all, and PID 1 takes every
+        process of its namespace with it. When the set-up fails (no user namespaces, or, as
+        where a security module strips them of their capabilities, no PID namespaces made from
+        one), the caller gets None, unchanged.
 
         The PID 1's process ids are those of its own namespace: whoever asks it for children
         must learn their ids as the world outside sees them (fork server: SCM_CREDENTIALS)."""
@@ -1410,7 +1411,7 @@ class NamespaceForks:
         except OSError:
             os.close(ready_r)
             os.close(ready_w)
-            return False, None
+            return None
         if middle == 0:  # the middle process
             try:
                 os.close(ready_r)
@@ -1429,9 +1430,11 @@ class NamespaceForks:
                     _die_now()
                 os.close(alive_r)
                 forks = cls.open()
+                if forks is None:  # the namespace gave no privilege: the caller carries on alone
+                    os._exit(1)
                 os.write(ready_w, b"1")
                 os.close(ready_w)
-                return True, forks
+                return forks
             _wait_and_follow(init, keep=alive_w)
         os.close(ready_w)
         try:
@@ -1440,7 +1443,7 @@ class NamespaceForks:
             os.close(ready_r)
         if not ready:
             os.waitpid(middle, 0)
-            return False, None
+            return None
         _wait_and_follow(middle)
 
     def _return_home(self) -> None:
