@@ -16,7 +16,7 @@ import pytest
 
 from conftest import EXAMPLES, error_names
 from grader.api import Prepared, grade_file
-from grader.sandbox.forkserver import ForkServer
+from grader.sandbox.forkserver import SERVER_BOOT, ForkServer
 
 INTROSPECT = '''\
 import os
@@ -121,7 +121,7 @@ def test_workers_die_with_a_killed_server(tmp_path: Path, own_namespaces: bool) 
         assert worker is not None and _running(worker.pid)
         # The pid the grader holds names the worker as this process sees it (a server in a
         # namespace of its own numbers it otherwise): a fork of the server, PID 1 of its own.
-        assert b"forkserver import" in Path(f"/proc/{worker.pid}/cmdline").read_bytes()
+        assert SERVER_BOOT.encode() in Path(f"/proc/{worker.pid}/cmdline").read_bytes().split(b"\0")
         if _server_makes_namespaces():
             nspid = re.search(r"^NSpid:\s+(.*)$", Path(f"/proc/{worker.pid}/status").read_text(), re.M)
             assert nspid is not None and nspid.group(1).split()[-1] == "1", nspid

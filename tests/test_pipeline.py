@@ -162,9 +162,11 @@ def test_commands_without_grading_leave_no_fork_server_behind(tmp_path: Path) ->
     assert not _fork_servers() - before
 
 
-def _fork_servers() -> set[int]:
+def _fork_servers(own: bool = False) -> set[int]:
     """The fork servers of this checkout running on the machine, but for this test process's own
-    (a fixture's): a server left by a finished `grade` has another parent."""
+    (a fixture's) unless ``own``: a server left by a finished `grade` has another parent."""
+    from grader.sandbox.forkserver import SERVER_BOOT
+
     found = set()
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
@@ -172,9 +174,18 @@ def _fork_servers() -> set[int]:
             ppid = int((cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if any(b"forkserver import serve" in arg for arg in args) and str(ROOT).encode() in args and ppid != os.getpid():
+        if SERVER_BOOT.encode() in args and str(ROOT).encode() in args and (own or ppid != os.getpid()):
             found.add(int(cmdline.parent.name))
     return found
+
+
+def test_the_leftover_check_finds_a_running_server() -> None:
+    from grader.sandbox.forkserver import ForkServer
+
+    server = ForkServer.start()
+    assert server is not None
+    with server:
+        assert server.proc.pid in _fork_servers(own=True)
 
 
 def test_request_pipes_are_sized_to_hold_a_request() -> None:
