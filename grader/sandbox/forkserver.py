@@ -394,7 +394,7 @@ def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.so
 
 def _child(entry: Any, req_r: int, res_w: int, out_w: int, workdir: str, env: dict[str, str], sockets: list[socket.socket], alive: tuple[int, int]) -> None:
     """Become what a fresh worker is, then run the same worker code. Never returns."""
-    from grader.sandbox.isolation import set_parent_death_signal  # loaded already (by serve)
+    from grader.sandbox.isolation import close_descriptors_except, set_parent_death_signal  # loaded already (by serve)
 
     try:
         # Dies with the server (which ends every worker when the grader goes), even when the
@@ -413,11 +413,7 @@ def _child(entry: Any, req_r: int, res_w: int, out_w: int, workdir: str, env: di
         os.dup2(null, 0)
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
-        low, high = sorted((req_r, res_w))
-        max_fd = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
-        os.closerange(3, low)
-        os.closerange(low + 1, high)
-        os.closerange(high + 1, max(max_fd, high + 1))
+        close_descriptors_except(req_r, res_w)
         os.environ.clear()
         os.environ.update(env)
         if "tempfile" in sys.modules:

@@ -1435,7 +1435,7 @@ class NamespaceForks:
                 os.write(ready_w, b"1")
                 os.close(ready_w)
                 return forks
-            _wait_and_follow(init, keep=alive_w)
+            _wait_and_follow(init, alive_w)
         os.close(ready_w)
         try:
             ready = os.read(ready_r, 1) == b"1"  # end-of-file: the middle process gave up
@@ -1477,15 +1477,20 @@ class NamespaceForks:
         return pid
 
 
-def _wait_and_follow(pid: int, keep: int = -1) -> NoReturn:
+def close_descriptors_except(*keep: int) -> None:
+    """Close every descriptor above the standard streams but ``keep``."""
+    high = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
+    start = 3
+    for fd in sorted(k for k in keep if k >= 3):
+        os.closerange(start, fd)
+        start = fd + 1
+    os.closerange(start, max(high, start))
+
+
+def _wait_and_follow(pid: int, *keep: int) -> NoReturn:
     """Close every descriptor but the standard streams (and ``keep``), wait for child ``pid``
     and end as it ended."""
-    high = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
-    if keep >= 3:
-        os.closerange(3, keep)
-        os.closerange(keep + 1, max(high, keep + 1))
-    else:
-        os.closerange(3, high)
+    close_descriptors_except(*keep)
     relay_exit(_supervise(pid))
 
 
