@@ -10,7 +10,7 @@ The CLI is a thin layer over :func:`grade`; everything here can be used from Pyt
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -19,7 +19,6 @@ from grader.frameworks import compile_allowance
 from grader.notebook import remap_run
 from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, WorkerRun
 from grader.probes import Probe, build_probes
-from grader.record import record
 from grader.refdata import ReferenceSet, load_default_suite, load_references
 from grader.sandbox.forkserver import ForkServer
 from grader.sandbox.policy import SandboxSettings
@@ -43,7 +42,7 @@ FRAMEWORK_STARTUP_S = 60.0
 FRAMEWORK_PROCESSES = 512
 
 
-@record
+@dataclass(frozen=True)
 class Options:
     """What a caller may change of the suite's settings for one run."""
 
@@ -54,7 +53,7 @@ class Options:
     framework: str | None = None  # overrides the suite's framework: auto, numpy, torch or jax
 
 
-@record
+@dataclass(frozen=True)
 class Prepared:
     """What grading needs once per run: the suite, its verified references and the probes."""
 
@@ -92,7 +91,7 @@ def _unloadable_run(problem: Unloadable) -> WorkerRun:
     return WorkerRun("completed", load, {}, CapturedOutput("", 0, 0), 0.0)
 
 
-@record
+@dataclass(frozen=True)
 class Observed:
     """What the worker did with one submission, before any judgement: the grader's first half."""
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Callable
@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Callable
 from grader.api import JudgementWarmer, Observed, Prepared, error_report, judge, observe
 from grader.discover import Submission, TooLarge
 from grader.errors import GraderError, SandboxError
-from grader.record import record
 from grader.sandbox.forkserver import ForkServer
 
 if TYPE_CHECKING:  # the report side is imported while the first worker runs (JudgementWarmer)
@@ -45,7 +44,7 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-@record
+@dataclass(frozen=True)
 class BatchOutcome:
     """The reports of a batch, and whether Ctrl-C cut it short."""
 

@@ -8,14 +8,14 @@ expected value is not zero.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import numpy as np
 
-from grader.record import record
 from grader.suite import Tolerance
 
 
-@record
+@dataclass(frozen=True)
 class Mismatch:
     """How an array differs from the expected one: counts, the largest differences, the worst element."""
 

@@ -33,6 +33,7 @@ and stops after ``MAX_FILES`` Python files.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import ast
 import fnmatch
 import hashlib
@@ -41,7 +42,6 @@ from pathlib import Path
 
 from grader.entry import Entry, EntryError, conventional_file, resolve_entry
 from grader.errors import UsageError
-from grader.record import record
 
 CONVENTIONAL = ("attention.py", "solution.py", "submission.py")
 SUFFIXES = (".py", ".ipynb")  # what a file given directly, or lying in a graded folder, may be
@@ -55,7 +55,7 @@ class TooLarge(Exception):
     """A checkout with more Python source than MAX_CHECKOUT_BYTES: graded, but never cached."""
 
 
-@record
+@dataclass(frozen=True)
 class Rule:
     """How the submission file is found in a candidate's checkout."""
 
@@ -65,7 +65,7 @@ class Rule:
     entry: Entry | None = None  # the suite's `entry:`, which decides before anything else
 
 
-@record
+@dataclass(frozen=True)
 class Submission:
     """One thing to grade: a file, or a candidate's checkout with the file found in it."""
 

@@ -16,9 +16,9 @@ and ``from src.model.utils import`` work as well. See :func:`load_plan`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from grader.record import record
 
 SUBMISSION_SUFFIXES = (".py", ".ipynb")
 # When a candidate folder is graded with no entry in the suite: these names, in this order.
@@ -29,7 +29,7 @@ class EntryError(ValueError):
     """This candidate's folder has no usable entry file; str() is one line."""
 
 
-@record
+@dataclass(frozen=True)
 class Entry:
     """The suite's entry point: the file, and the function in it, that a checkout must provide."""
 
@@ -80,7 +80,7 @@ def conventional_file(folder: Path) -> Path:
     raise EntryError(f"no {', '.join(CONVENTIONAL[:-1])} or {CONVENTIONAL[-1]} in the candidate's folder; name the file with `entry:` in the suite")
 
 
-@record
+@dataclass(frozen=True)
 class LoadPlan:
     """How the worker loads one submission file."""
 

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from grader.observation import ErrorInfo, WorkerRun
-from grader.record import record
 
 MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024  # outputs (images) make notebooks large; code never is
 MAX_SOURCE_CHARS = 2 * 1024 * 1024
@@ -38,7 +37,7 @@ class NotebookError(ValueError):
     """The file cannot be read as a notebook; str() is one line."""
 
 
-@record
+@dataclass(frozen=True)
 class NotebookSource:
     """The joined source of a notebook's code cells and where each of its lines came from."""
 

@@ -6,12 +6,11 @@ the result pipe itself), so each field is checked here before anything else read
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from grader.record import record
 from grader.sandbox.isolation import Layer
 
 WorkerStatus = Literal["completed", "timeout", "memory", "crashed", "protocol-error"]
@@ -21,7 +20,7 @@ class MalformedMessage(ValueError):
     pass
 
 
-@record
+@dataclass(frozen=True)
 class ErrorInfo:
     """An exception the submission raised: type, message and where in its own code."""
 
@@ -47,7 +46,7 @@ class ErrorInfo:
         return text if len(text) <= 140 else text[:137] + "..."
 
 
-@record
+@dataclass(frozen=True)
 class Value:
     """A returned value: its type name, and its array when it was array-like."""
 
@@ -64,7 +63,7 @@ class Value:
         return self.array is not None
 
 
-@record
+@dataclass(frozen=True)
 class Observation:
     """What one call of the submission's function did: returned a value or raised."""
 
@@ -77,7 +76,7 @@ class Observation:
     inputs_after: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-@record
+@dataclass(frozen=True)
 class LoadInfo:
     """Whether the worker imported the file and found a callable function."""
 
@@ -91,7 +90,7 @@ class LoadInfo:
     available: tuple[str, ...] = ()
 
 
-@record
+@dataclass(frozen=True)
 class CapturedOutput:
     """What the submission printed: the start of it, and how much there was."""
 
@@ -104,7 +103,7 @@ class CapturedOutput:
         return self.total_bytes - self.kept_bytes
 
 
-@record
+@dataclass(frozen=True)
 class WorkerRun:
     """Everything the worker reported about one submission, and how it ended."""
 

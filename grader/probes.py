@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from grader.record import record
 from grader.refdata import GRID, ReferenceSet
 from grader.suite import Shape, Suite, Tolerance
 
@@ -47,7 +46,7 @@ FRESH_SIZES = (2, 16)  # token and value sizes of fresh cases are drawn from thi
 FRESH_DK = (2, 48)  # key sizes from this one: away from the stored head sizes too
 
 
-@record
+@dataclass(frozen=True)
 class Probe:
     """One set of inputs the worker calls the function on, from a stored or a fresh case."""
 

@@ -8,6 +8,7 @@ other cases: a silently wrong reference would fail correct submissions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import hashlib
 import io
 import json
@@ -19,7 +20,6 @@ from grader.attention import exact_attention
 from grader.errors import ReferenceDataError
 from grader.masks import case_mask
 from grader.fsutil import write_atomically
-from grader.record import record
 from grader.suite import Case, Suite, load_suite
 
 MANIFEST = "manifest.json"
@@ -54,7 +54,7 @@ def reference_dir_for(suite: Suite) -> Path:
     return suite.references if suite.references is not None else default_reference_dir()
 
 
-@record
+@dataclass(frozen=True)
 class CaseData:
     """A stored case's inputs and its reference weights and output."""
 
@@ -66,7 +66,7 @@ class CaseData:
     output: np.ndarray
 
 
-@record
+@dataclass(frozen=True)
 class ReferenceSet:
     """The verified references of a suite, by case."""
 

@@ -9,6 +9,7 @@ submission's ``load-error`` without starting a worker.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import ast
 from pathlib import Path
 from typing import Any
@@ -16,13 +17,12 @@ from typing import Any
 from grader.entry import LoadPlan, load_plan
 from grader.frameworks import Framework, FrameworkChoiceError, choose, frameworks_of, imported_modules, installed, missing_message, parse_source, statements
 from grader.notebook import NotebookError, NotebookSource, read_notebook
-from grader.record import record
 
 MAX_HELPER_FILES = 20
 MAX_HELPER_BYTES = 1024 * 1024
 
 
-@record
+@dataclass(frozen=True)
 class Submission:
     """A submission read as data: its file, framework and how the worker loads it."""
 
@@ -40,7 +40,7 @@ class Submission:
         return {"framework": self.framework, "plan": plan}
 
 
-@record
+@dataclass(frozen=True)
 class Unloadable:
     """Why this submission cannot be run at all, as an exception type and a one-line message."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -18,7 +18,6 @@ import yaml
 
 from grader.entry import Entry, parse_entry
 from grader.errors import SuiteError
-from grader.record import record
 
 CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch", "cross", "stability", "mutation", "determinism", "fresh", "mask")
 # Kinds that need no stored case: `fresh` draws its own inputs at grading time.
@@ -33,7 +32,7 @@ GROUPS = ("values", "batch", "masks")
 FRAMEWORK_SETTINGS = ("auto", "numpy", "torch", "jax")
 
 
-@record
+@dataclass(frozen=True)
 class Shape:
     """Sizes of one case. ``batch`` holds the leading axes: () for a single sequence."""
 
@@ -63,7 +62,7 @@ class Shape:
         return f"{lead}T_q={self.tq}, T_k={self.tk}, d_k={self.dk}, d_v={self.dv}"
 
 
-@record
+@dataclass(frozen=True)
 class MaskSpec:
     """A boolean mask (True = keep) of the scores' shape (..., T_q, T_k), see grader/masks.py.
 
@@ -78,7 +77,7 @@ class MaskSpec:
         return "causal mask" if self.kind == "causal" else f"padding mask (key lengths {list(self.lengths)})"
 
 
-@record
+@dataclass(frozen=True)
 class Case:
     """One stored case of a suite: its sizes and the seed of its inputs."""
 
@@ -89,7 +88,7 @@ class Case:
     mask: MaskSpec | None = None
 
 
-@record
+@dataclass(frozen=True)
 class CheckSpec:
     """One check of a suite: what it checks, on which cases, for how many points."""
 
@@ -101,7 +100,7 @@ class CheckSpec:
     title: str
 
 
-@record
+@dataclass(frozen=True)
 class Tolerance:
     """An element matches when |actual - expected| <= atol + rtol * |expected| (numpy's isclose)."""
 
@@ -109,7 +108,7 @@ class Tolerance:
     atol: float
 
 
-@record
+@dataclass(frozen=True)
 class Limits:
     """A suite's limits for each worker."""
 
@@ -118,7 +117,7 @@ class Limits:
     output_bytes: int
 
 
-@record
+@dataclass(frozen=True)
 class Suite:
     """What a take-home asks for: the function, the cases, the checks and their points."""
 

@@ -95,9 +95,8 @@ def test_the_worker_never_imports_the_reference_implementation() -> None:
     may know the answers (the reference attention, the references, the checks)."""
     code = "import sys; sys.path.insert(0, sys.argv[1]); import grader.sandbox.worker; print(' '.join(sorted(m for m in sys.modules if m.startswith('grader'))))"
     loaded = subprocess.run([sys.executable, "-I", "-c", code, str(ROOT)], capture_output=True, text=True, timeout=60, check=True).stdout.split()
-    # The framework adapter, the loading of submission forms and the record decorator hold no
-    # answers either.
-    expected = ["grader", "grader.frameworks", "grader.record", "grader.sandbox", "grader.sandbox.forms", "grader.sandbox.isolation", "grader.sandbox.protocol", "grader.sandbox.worker"]
+    # The framework adapter and the loading of submission forms hold no answers either.
+    expected = ["grader", "grader.frameworks", "grader.sandbox", "grader.sandbox.forms", "grader.sandbox.isolation", "grader.sandbox.protocol", "grader.sandbox.worker"]
     assert loaded == expected
 
 

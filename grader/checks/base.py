@@ -7,7 +7,7 @@ and no diagnosis: naming the bug is the diagnosis engine's job, which reads the 
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -15,14 +15,13 @@ import numpy as np
 from grader.compare import Mismatch, compare
 from grader.observation import Observation, WorkerRun
 from grader.probes import Probe
-from grader.record import record
 from grader.refdata import ReferenceSet
 from grader.suite import CheckSpec, Suite, Tolerance
 
 Outcome = Literal["passed", "failed", "skipped", "error"]
 
 
-@record
+@dataclass(frozen=True)
 class CaseResult:
     """One comparison inside a check: one probe of one case."""
 
@@ -36,7 +35,7 @@ class CaseResult:
     expected: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
-@record
+@dataclass(frozen=True)
 class CheckResult:
     """One check's verdict on one submission: points, summary and the cases behind it."""
 
@@ -55,7 +54,7 @@ class CheckResult:
         return self.outcome == "passed"
 
 
-@record
+@dataclass(frozen=True)
 class CheckContext:
     """What every check reads: the suite, the references, the worker's run and the probes."""
 

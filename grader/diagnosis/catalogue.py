@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from grader.record import record
 
 Array = np.ndarray
 Size = Callable[[Array, Array, Array], float]
 
 
-@record(eq=False)  # compared by identity: two options are never "the same mistake" by value
+@dataclass(frozen=True, eq=False)  # compared by identity: two options are never "the same mistake" by value
 class Option:
     """One way of writing one step of attention: the correct way, or a known mistake."""
 
@@ -45,7 +44,7 @@ class Option:
         return (self.diagnosis, *self.also) if self.diagnosis is not None else ()
 
 
-@record
+@dataclass(frozen=True)
 class Axis:
     """One step of attention (the scale, the product, ...) and the ways it is written."""
 
@@ -192,7 +191,7 @@ def softmax_variant(x: Array, norm: Norm | str, shift: str) -> Array:
     return softmax_stack(x[None], norm, shift)[0]
 
 
-@record
+@dataclass(frozen=True)
 class Variant:
     """An attention as written with one option on every axis: the reference, or up to three mistakes."""
 

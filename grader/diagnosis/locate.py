@@ -23,7 +23,6 @@ from typing import Any, Callable, Iterator
 from grader.diagnosis.model import Diagnosis, Location
 from grader.frameworks import parse_source
 from grader.notebook import NotebookSource
-from grader.record import record
 
 MAX_BYTES = 100_000  # a submission larger than this is not parsed (real ones are a few KB)
 MAX_NODES = 40_000  # nor one whose syntax tree is larger: locating must stay a few milliseconds
@@ -37,7 +36,7 @@ AXIS_SIZES = {
 }
 
 
-@record
+@dataclass(frozen=True)
 class Factor:
     """What a scale expression is made of: a size (d_k, T_q, ..., "const", "?") and its power."""
 
@@ -339,7 +338,7 @@ def factor(source: Source, node: ast.expr, depth: int = 0) -> Factor | None:
     return None
 
 
-@record
+@dataclass(frozen=True)
 class ScaleSite:
     """An expression of the source that scales the scores, and by how much."""
 

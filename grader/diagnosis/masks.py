@@ -18,6 +18,7 @@ where ~M keeps something); W = B * ~M is both of the last two.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,11 +29,10 @@ from grader.diagnosis.model import Diagnosis
 from grader.masks import KEEP_ALL
 from grader.observation import Observation, WorkerRun
 from grader.probes import Probe, probe_name
-from grader.record import record
 from grader.suite import Suite, Tolerance
 
 
-@record
+@dataclass(frozen=True)
 class _Hypothesis:
     """One way a mask may have been applied, with the weights it predicts."""
 

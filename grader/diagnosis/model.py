@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from grader.diagnosis.registry import BY_NAME, Severity
-from grader.record import record
 
 
-@record
+@dataclass(frozen=True)
 class Location:
     """Where in the submission the mistake most likely is (found after the evidence named it)."""
 
@@ -19,7 +18,7 @@ class Location:
     cell: int | None = None  # for notebooks: the code cell, counting from 1
 
 
-@record
+@dataclass(frozen=True)
 class Diagnosis:
     """A named mistake found in a submission, with its evidence, the fix and where it is."""
 

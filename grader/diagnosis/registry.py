@@ -6,14 +6,14 @@ diagnosis means adding one Rule here (and the evidence that produces it elsewher
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
-from grader.record import record
 
 Severity = Literal["error", "warning"]
 
 
-@record
+@dataclass(frozen=True)
 class Rule:
     """A diagnosis the grader can give: its code, name, severity, explanation and fix."""
 

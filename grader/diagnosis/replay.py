@@ -24,7 +24,6 @@ from grader.diagnosis.catalogue import SCALE, SIZES, Catalogue, Option, Variant,
 from grader.diagnosis.scale_fit import fit_linear, fit_power, fit_scale
 from grader.observation import Observation
 from grader.probes import Probe
-from grader.record import record
 from grader.suite import Tolerance
 
 Prediction = Union[np.ndarray, BaseException]
@@ -67,7 +66,7 @@ class Stack:
         return self.all_finite & (np.abs(actual - self.predicted) <= self.limit(tolerance)).all(axis=self.axes)
 
 
-@record
+@dataclass(frozen=True)
 class Raw:
     """The raw scores of one product option on one probe (or what it raised), and the shapes of
     the weights and of the output the variants built on them return (None: the product with V
@@ -290,7 +289,7 @@ def discrimination(probe: Probe) -> tuple[int, ...]:
 # Fitted scales
 
 
-@record
+@dataclass(frozen=True)
 class ScalePoint:
     """The scale a submission applied on one probe, with the sizes of that probe."""
 

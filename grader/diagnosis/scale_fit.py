@@ -13,13 +13,13 @@ c * size^p: a constant (p = 0), 1/sqrt(d_k) (p = -1/2), d_k^-1/4, ...
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import numpy as np
 
-from grader.record import record
 
 
-@record
+@dataclass(frozen=True)
 class ScaleFit:
     """The single factor that best explains a probe's weights, and how well it does."""
 
@@ -87,7 +87,7 @@ def fit_linear(Q: np.ndarray, K: np.ndarray, weights: np.ndarray) -> ScaleFit | 
         return _slope(w, np.matmul(Q, np.swapaxes(K, -1, -2)))
 
 
-@record
+@dataclass(frozen=True)
 class PowerLaw:
     """scale = c * size^p, with the largest relative error of the law over the points."""
 
@@ -109,7 +109,7 @@ def fit_power(points: list[tuple[float, float]]) -> PowerLaw | None:
     return PowerLaw(c=float(np.exp(log_c)), p=float(p), worst=worst)
 
 
-@record
+@dataclass(frozen=True)
 class RowShape:
     """How peaked the rows are: mean entropy (nats) and mean largest weight per row."""
 

@@ -8,9 +8,9 @@ and are given the reports in the order of the submissions, whatever order they f
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Literal, Protocol
 
-from grader.record import record
 
 if TYPE_CHECKING:  # the CLI imports this module before the fork server starts: keep it light
     from grader.report.model import Report
@@ -19,7 +19,7 @@ Format = Literal["text", "json", "junit", "gradescope", "csv", "markdown", "gith
 FORMATS: tuple[Format, ...] = ("text", "json", "junit", "gradescope", "csv", "markdown", "github")
 
 
-@record
+@dataclass(frozen=True)
 class RunInfo:
     """What reporters need to know of the run besides the reports."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import errno
 import io
 import os
@@ -10,14 +11,13 @@ from typing import TYPE_CHECKING, cast
 
 from grader.errors import OutputError, UsageError
 from grader.fsutil import write_atomically
-from grader.record import record
 from grader.report.base import FORMATS, Format, RunInfo, make_reporter
 
 if TYPE_CHECKING:
     from grader.report.model import Report
 
 
-@record
+@dataclass(frozen=True)
 class OutputSpec:
     """One --output FMT=PATH: a report file to write."""
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from grader.checks.base import CheckResult
 from grader.diagnosis.model import Diagnosis
 from grader.observation import CapturedOutput
-from grader.record import record
 from grader.sandbox.isolation import Layer
 
 
-@record
+@dataclass(frozen=True)
 class Report:
     """Everything known about one graded submission, with no rendering code."""
 

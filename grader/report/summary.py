@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from collections import Counter
 
-from grader.record import record
 from grader.report.model import Report
 
 
-@record
+@dataclass(frozen=True)
 class RunSummary:
     """The end of a batch in numbers: verdicts, frequent diagnoses, slowest submissions."""
 

@@ -108,7 +108,6 @@ from collections.abc import Callable, Collection, Iterable
 from typing import NoReturn
 from dataclasses import dataclass
 
-from grader.record import record
 
 __all__ = [
     "GUARANTEES",
@@ -125,7 +124,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True)
 class Layer:
     """One isolation layer of a worker, and whether it is in force."""
 
@@ -178,7 +177,7 @@ def why_missing(layers: Iterable[Layer]) -> str:
     return "; ".join(reasons)
 
 
-@record
+@dataclass(frozen=True)
 class Policy:
     """What one worker may read and write, and its resource limits."""
 

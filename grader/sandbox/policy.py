@@ -15,18 +15,18 @@ request and computes nothing from the submission, whose code it has not loaded y
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import functools
 from pathlib import Path
 from typing import Any, Iterable
 
-from grader.record import record
 from grader.refdata import default_reference_dir, default_suite_path
 from grader.sandbox.isolation import GUARANTEES, default_readable_paths
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
-@record
+@dataclass(frozen=True)
 class SandboxSettings:
     """The grader's demands on every worker's sandbox."""
 

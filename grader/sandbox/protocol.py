@@ -13,6 +13,7 @@ and the header is ``{"meta": {...}, "arrays": [{"name", "dtype", "shape", "offse
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import json
 import math
 import struct
@@ -20,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from grader.record import record
 
 MAGIC = b"GRD1"
 # Array dtypes that may cross the boundary. Anything else (object, structured, datetime, ...) is
@@ -43,7 +43,7 @@ def _dtype_name(array: np.ndarray) -> str:
     return str(dtype.str)
 
 
-@record
+@dataclass(frozen=True)
 class EncodedArrays:
     """Arrays already laid out for a frame: encode once, send in many frames."""
 

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from contextlib import AbstractContextManager
 from typing import Any, Callable
@@ -38,7 +38,6 @@ from grader.observation import (
     parse_sandbox,
 )
 from grader.probes import Probe
-from grader.record import record
 from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
 from grader.sandbox.forkserver import EXIT_GRACE_S, ForkedWorker, ForkServer
 from grader.sandbox.isolation import Layer, missing_guarantees, why_missing
@@ -49,7 +48,7 @@ from grader.sandbox.protocol import EncodedArrays, ProtocolError, decode, encode
 WORKER_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.worker import entry; entry(sys.argv[1:])"
 
 
-@record
+@dataclass(frozen=True)
 class WorkerLimits:
     """The limits the grader enforces on one worker."""
 
