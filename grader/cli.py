@@ -143,7 +143,7 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
     from grader.batch import default_jobs, run_batch
     from grader.discover import Rule, discover
     from grader.refdata import load_default_suite
-    from grader.report.base import REPORTER_MODULES, Reporter, RunInfo, make_reporter
+    from grader.report.registry import Reporter, RunInfo, make_reporter
     from grader.report.files import lay_out_ahead, render_document, write_report_file
     from grader.suite import load_suite
 
@@ -191,7 +191,7 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
     if bar is not None:
         bar.start()
     try:
-        outcome = run_batch(submissions, prepared, on_result, jobs=jobs or default_jobs(), cache=cache, forkserver=server, warm=(REPORTER_MODULES[fmt],))
+        outcome = run_batch(submissions, prepared, on_result, jobs=jobs or default_jobs(), cache=cache, forkserver=server)
     finally:
         if bar is not None:
             bar.stop()

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import EXAMPLES
 from grader.diagnosis.model import Diagnosis, Location
-from grader.report.base import FORMATS, RunInfo, make_reporter
+from grader.report.registry import FORMATS, RunInfo, make_reporter
 from grader.report.files import render_document
 from grader.report.github import annotation_lines, escape_data, escape_property
 from grader.report.jsonfmt import report_dict, report_from_dict

@@ -1,4 +1,5 @@
-"""What every reporter is: a sink over one stream of Reports.
+"""What every reporter is: a sink over one stream of Reports (the formats' registry is
+``grader.report.registry``).
 
 A reporter is made with the stream it writes to and the run's facts, gets ``add(report)`` once
 per graded submission and ``finish()`` once at the end. A *streaming* reporter writes as reports
@@ -35,50 +36,6 @@ class Reporter(Protocol):
     def add(self, report: Report) -> None: ...
 
     def finish(self) -> None: ...
-
-
-# The module each format's reporter lives in: a cold run imports it in the background while its
-# first worker runs (the terminal report's, with rich, is the largest import after numpy).
-REPORTER_MODULES: dict[str, str] = {
-    "text": "grader.report.text",
-    "json": "grader.report.jsonfmt",
-    "junit": "grader.report.junit",
-    "gradescope": "grader.report.gradescope",
-    "csv": "grader.report.csvfmt",
-    "markdown": "grader.report.markdown",
-    "github": "grader.report.github",
-}
-
-
-def make_reporter(fmt: Format, stream: IO[str], info: RunInfo) -> Reporter:
-    """The reporter for ``fmt``, importing only its own module (the CLI stays quick to start)."""
-    if fmt == "text":
-        from grader.report.text import text_reporter
-
-        return text_reporter(stream, info)
-    if fmt == "json":
-        from grader.report.jsonfmt import JsonReporter
-
-        return JsonReporter(stream, info)
-    if fmt == "junit":
-        from grader.report.junit import JunitReporter
-
-        return JunitReporter(stream, info)
-    if fmt == "gradescope":
-        from grader.report.gradescope import GradescopeReporter
-
-        return GradescopeReporter(stream, info)
-    if fmt == "csv":
-        from grader.report.csvfmt import CsvReporter
-
-        return CsvReporter(stream, info)
-    if fmt == "markdown":
-        from grader.report.markdown import MarkdownReporter
-
-        return MarkdownReporter(stream, info)
-    from grader.report.github import GithubReporter
-
-    return GithubReporter(stream, info)
 
 
 class DocumentReporter:

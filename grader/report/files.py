@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 
 from grader.errors import OutputError, UsageError
 from grader.fsutil import write_atomically
-from grader.report.base import FORMATS, Format, RunInfo, make_reporter
+from grader.report.registry import FORMATS, Format, RunInfo, make_reporter
 
 if TYPE_CHECKING:
     from grader.report.model import Report
