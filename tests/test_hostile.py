@@ -54,7 +54,7 @@ MEMORY_MB = 512
 # children sleep 10 s) come last, so that the leak check right after the run still sees them.
 ORDER = [
     "exit_at_import.py", "exit_in_call.py", "segfault.py", "read_stdin.py", "forge_results.py", "forge_sandbox.py",
-    "flood_output.py", "print_env.py", "steal_references.py", "tcp_connect.py", "write_outside.py",
+    "forge_parser_bombs.py", "flood_output.py", "print_env.py", "steal_references.py", "tcp_connect.py", "write_outside.py",
     "evil_subclass.py", "monkeypatch_numpy.py", "huge_array.py", "memory_bomb.py", "kill_parent.py",
     "endless_loop.py", "sleep_at_import.py", "ignore_sigterm.py", "child_sleeper.py",
     "escape_setsid.py", "escape_double_fork.py", "fork_storm.py",
@@ -443,6 +443,7 @@ def test_no_secret_reaches_any_output(batch: Batch) -> None:
         ("read_stdin.py", ["crash"], "completed"),
         ("forge_results.py", ["crash"], "protocol-error"),
         ("forge_sandbox.py", ["crash"], "protocol-error"),
+        ("forge_parser_bombs.py", ["crash"], "protocol-error"),
         ("huge_array.py", ["bad-return"], "completed"),
         ("evil_subclass.py", ["values-mismatch"], "completed"),
         ("monkeypatch_numpy.py", ["values-mismatch"], "completed"),

@@ -105,3 +105,35 @@ def test_the_worker_reads_a_request_of_the_length_it_announces() -> None:
                     read_request(read_end)
         finally:
             os.close(read_end)
+
+
+def header_frame(header_text: bytes) -> bytes:
+    return MAGIC + struct.pack("<I", len(header_text)) + header_text
+
+
+@pytest.mark.parametrize(
+    "header_text",
+    [
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, id="nested-100000-deep"),
+        pytest.param(b'{"meta": {"kind": "result", "n": ' + b"9" * 4000 + b'}, "arrays": []}', id="integer-of-4000-digits"),
+        pytest.param(b'{"meta": {"kind": "result", "n": -' + b"7" * 40 + b'}, "arrays": []}', id="negative-integer-of-40-digits"),
+    ],
+)
+def test_headers_that_cost_the_parser_are_refused(header_text: bytes) -> None:
+    """A submission may write its own frames: a header built to exhaust the JSON parser is a
+    protocol error (a failed submission), never an exception of another kind."""
+    with pytest.raises(ProtocolError):
+        decode(header_frame(header_text))
+
+
+def test_an_oversized_header_is_refused_before_it_is_parsed() -> None:
+    from grader.sandbox.protocol import MAX_HEADER_BYTES
+
+    padding = b" " * (MAX_HEADER_BYTES + 1)
+    with pytest.raises(ProtocolError, match="exceeds the cap"):
+        decode(header_frame(b'{"meta": {}, "arrays": []}' + padding))
+
+
+def test_ordinary_integers_still_arrive() -> None:
+    meta, _ = decode(header_frame(b'{"meta": {"n": -12, "big": 123456789012345678901234567890}, "arrays": []}'))
+    assert meta == {"n": -12, "big": 123456789012345678901234567890}

@@ -32,6 +32,10 @@ ALLOWED_DTYPES = frozenset(
     for size in sizes
 )
 MAX_DIMS = 8
+# The worker's own headers stay far below these (its texts are clipped before they are sent); a
+# submission that writes frames itself may send anything, and parsing must stay cheap and total.
+MAX_HEADER_BYTES = 4 << 20
+MAX_INT_DIGITS = 32
 
 
 class ProtocolError(ValueError):
@@ -82,10 +86,14 @@ def decode(body: bytes | memoryview, max_elements: int = 50_000_000, copy: bool 
     (header_len,) = struct.unpack_from("<I", body, 4)
     if header_len > len(body) - 8:
         raise ProtocolError("header longer than frame")
+    if header_len > MAX_HEADER_BYTES:
+        raise ProtocolError(f"header of {header_len} bytes exceeds the cap of {MAX_HEADER_BYTES}")
     try:
-        header = json.loads(bytes(body[8 : 8 + header_len]).decode("utf-8"))
+        header = json.loads(bytes(body[8 : 8 + header_len]).decode("utf-8"), parse_int=_bounded_int)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ProtocolError(f"bad header: {exc}") from None
+        raise ProtocolError(f"bad header: {str(exc)[:200]}") from None
+    except RecursionError:
+        raise ProtocolError("bad header: nested too deeply") from None
     if not isinstance(header, dict) or not isinstance(header.get("meta"), dict) or not isinstance(header.get("arrays"), list):
         raise ProtocolError("bad header structure")
     data = memoryview(body)[8 + header_len :]
@@ -98,6 +106,14 @@ def decode(body: bytes | memoryview, max_elements: int = 50_000_000, copy: bool 
         flat = np.frombuffer(data[offset : offset + nbytes], dtype=np.dtype(dtype))
         arrays[name] = flat.reshape(shape).copy() if copy else flat.reshape(shape)
     return header["meta"], arrays
+
+
+def _bounded_int(text: str) -> int:
+    """An integer of the header; a longer one than any count or size is refused before Python
+    converts it (a number of thousands of digits costs quadratic time)."""
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ProtocolError(f"an integer of {len(text)} digits")
+    return int(text)
 
 
 def _check_entry(entry: Any, available: int, max_elements: int) -> tuple[str, str, tuple[int, ...], int, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+from collections import deque
 import os
 import selectors
 import shutil
@@ -119,32 +120,49 @@ class _OutputSink:
 
 
 class _ResultStream:
-    """Splits the result pipe into frames, refusing anything over the cap."""
+    """Splits the result pipe into frames, refusing anything over the cap.
+
+    Each frame's body grows in a buffer of its own as its bytes arrive and is decoded in place
+    (the arrays are views of it), so a frame costs about its size once, never a copy per step;
+    a length prefix that promises a huge frame costs nothing until its bytes come."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.buffer = bytearray()
         self.received = 0
+        self.prefix = bytearray()
+        self.length: int | None = None  # of the frame being filled
+        self.body = bytearray()
+        self.complete: deque[bytearray] = deque()
 
     def feed(self, data: bytes) -> None:
         self.received += len(data)
         if self.received > self.cap:
             raise ProtocolError(f"the worker sent more than {self.cap} bytes of results")
-        self.buffer += data
+        view = memoryview(data)
+        while view:
+            if self.length is None:
+                need = 4 - len(self.prefix)
+                self.prefix += view[:need]
+                view = view[need:]
+                if len(self.prefix) < 4:
+                    return
+                (self.length,) = struct.unpack("<I", self.prefix)
+                self.prefix.clear()
+                if self.length > self.cap:
+                    raise ProtocolError("frame larger than the result cap")
+            take = self.length - len(self.body)
+            self.body += view[:take]
+            view = view[take:]
+            if len(self.body) == self.length:
+                self.complete.append(self.body)
+                self.body, self.length = bytearray(), None
 
     def next_frame(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The next complete frame, or None. One at a time, so that the good frames before a bad
         one (the worker's own, then junk the submission wrote) are all taken."""
-        if len(self.buffer) < 4:
+        if not self.complete:
             return None
-        (length,) = struct.unpack_from("<I", self.buffer)
-        if length > self.cap:
-            raise ProtocolError("frame larger than the result cap")
-        if len(self.buffer) < 4 + length:
-            return None
-        body = bytes(self.buffer[4 : 4 + length])
-        del self.buffer[: 4 + length]
-        return decode(body)
+        return decode(self.complete.popleft(), copy=False)
 
 
 # A pipe holds 64 KiB unless asked for more. Sized to hold the whole request (about 230 KiB of probe
