@@ -76,8 +76,9 @@ def test_forked_worker_is_isolated_and_never_saw_the_references(prepared: Prepar
 
 PROBE_NAMESPACES = """
 from grader.sandbox import isolation
+from grader.sandbox.isolation import namespaces, syscalls
 if isolation.NamespaceForks.open() is None:
-    isolation._enter_user_namespace(isolation.CLONE_NEWPID, strict=True)
+    namespaces._enter_user_namespace(syscalls.CLONE_NEWPID, strict=True)
 print("yes")
 """
 

@@ -484,7 +484,7 @@ def _check_escaper_died(runner: Callable[[Callable[[], int]], int]) -> dict[str,
 def pid_namespace_available() -> None:
     def body() -> dict[str, Any]:
         try:
-            return {"how": iso._unshare_pid_namespace()}
+            return {"how": iso.pidns._unshare_pid_namespace()}
         except OSError as exc:
             return {"unavailable": str(exc)}
 
@@ -543,10 +543,10 @@ def test_namespace_forks_give_each_child_a_namespace_of_its_own(namespace_forks_
 def _user_namespaces_work() -> bool:
     def body() -> dict[str, Any]:
         try:
-            iso._enter_user_namespace(iso.CLONE_NEWPID, strict=True)
+            iso.namespaces._enter_user_namespace(iso.syscalls.CLONE_NEWPID, strict=True)
         except OSError:
             return {"ok": False}
-        return {"ok": iso._has_cap(iso.CAP_SYS_ADMIN)}
+        return {"ok": iso.syscalls._has_cap(iso.syscalls.CAP_SYS_ADMIN)}
 
     return bool(in_child(body)["ok"])
 
@@ -596,7 +596,7 @@ def _run_as_forked_init(child: Callable[[], int]) -> int:
     pid = forks.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         iso.run_as_namespace_init(child)
-    return iso._exit_code(os.waitpid(pid, 0)[1])
+    return iso.supervisor._exit_code(os.waitpid(pid, 0)[1])
 
 
 def test_escapers_die_with_a_namespace_forked_as_such(namespace_forks_available: None) -> None:
@@ -684,7 +684,7 @@ def test_killing_the_wrapper_ends_the_whole_namespace(box: Box, pid_namespace_av
 
 
 def test_escapers_die_with_the_subreaper_fallback() -> None:
-    result = _check_escaper_died(iso._run_with_subreaper)
+    result = _check_escaper_died(iso.pidns._run_with_subreaper)
     assert result["escaper_started"]
     assert result["status"] == 5
     assert result["all_dead"], "the subreaper sweep missed a setsid + double-fork escaper"
@@ -697,7 +697,7 @@ def test_sigterm_to_the_supervisor_ends_the_worker_and_its_escapers(runner: str)
     subreaper fallback hold even though the grader then SIGKILLs the whole group."""
     if runner == "pid-namespace" and not in_child(lambda: {"ok": _pid_namespace_works()})["ok"]:
         pytest.skip("no PID namespace here")
-    run = run_in_pid_namespace if runner == "pid-namespace" else iso._run_with_subreaper
+    run = run_in_pid_namespace if runner == "pid-namespace" else iso.pidns._run_with_subreaper
     status, eof, _ = _stop_supervisor(run, dict, signal.SIGTERM)
     assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGTERM
     assert eof, "an escaper outlived the stopped supervisor"
@@ -705,7 +705,7 @@ def test_sigterm_to_the_supervisor_ends_the_worker_and_its_escapers(runner: str)
 
 def _pid_namespace_works() -> bool:
     try:
-        iso._unshare_pid_namespace()
+        iso.pidns._unshare_pid_namespace()
         return True
     except OSError:
         return False
@@ -739,7 +739,7 @@ def test_root_stays_without_capabilities_when_nobody_could_not_read_a_needed_pat
 
     def body() -> dict[str, Any]:
         layers = apply_isolation(box.policy(readable=(*default_readable_paths(box.readable), private)), only={"unprivileged-user", "mount-namespace"})
-        return {"layers": layers_json(layers), "uid": os.getuid(), "caps": iso._effective_caps(), "listing": os.listdir(private)}
+        return {"layers": layers_json(layers), "uid": os.getuid(), "caps": iso.syscalls._effective_caps(), "listing": os.listdir(private)}
 
     result = in_child(body)
     active, detail = result["layers"]["unprivileged-user"]
@@ -766,7 +766,7 @@ def _raise() -> int:
 def test_exit_status_and_inherited_fds_are_relayed(runner: str, child: Callable[[], int], expected: int) -> None:
     def body() -> dict[str, Any]:
         read_fd, write_fd = os.pipe()
-        run = run_in_pid_namespace if runner == "pid-namespace" else iso._run_with_subreaper
+        run = run_in_pid_namespace if runner == "pid-namespace" else iso.pidns._run_with_subreaper
 
         def wrapped() -> int:
             os.write(write_fd, f"result pipe ok, pid {os.getpid()}".encode())  # inherited fd works
@@ -893,7 +893,7 @@ def test_root_drops_to_nobody(box: Box) -> None:
             fh.write("ok")
         return {
             "layers": layers_json(layers), "uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
-            "caps": iso._effective_caps(), "mem": mem,
+            "caps": iso.syscalls._effective_caps(), "mem": mem,
         }
 
     result = in_child(body)
@@ -934,7 +934,7 @@ def test_rlimits_bound_memory_and_file_size(box: Box) -> None:
         import resource
 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # so that an oversize write raises instead
-        vm = iso._vm_size()
+        vm = iso.limits._vm_size()
         layers = apply_isolation(box.policy(memory_bytes=vm + 256 * 2**20, file_bytes=2**16), only={"rlimits"})
         limits = {name: resource.getrlimit(getattr(resource, name)) for name in ("RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_CORE", "RLIMIT_NOFILE")}
         try:
@@ -974,7 +974,7 @@ def test_cpu_limit_kills_a_busy_loop(box: Box) -> None:
 def test_no_new_privs_is_set(box: Box) -> None:
     def body() -> dict[str, Any]:
         layers = apply_isolation(box.policy(), only={"no-new-privs"})
-        return {"layers": layers_json(layers), "nnp": iso._prctl(iso.PR_GET_NO_NEW_PRIVS)}
+        return {"layers": layers_json(layers), "nnp": iso.syscalls._prctl(iso.syscalls.PR_GET_NO_NEW_PRIVS)}
 
     result = in_child(body)
     require(result["layers"], "no-new-privs")

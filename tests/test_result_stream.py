@@ -62,7 +62,20 @@ def test_a_promised_frame_costs_nothing_until_its_bytes_arrive() -> None:
 
 def test_more_than_the_cap_is_refused() -> None:
     stream = _ResultStream(1000)
+    stream.feed(b"\0" * 1001)
     with pytest.raises(ProtocolError, match="more than 1000 bytes"):
-        stream.feed(b"\0" * 1001)
+        stream.next_frame()
+    stream = _ResultStream(1000)
+    stream.feed(struct.pack("<I", 5000))
     with pytest.raises(ProtocolError, match="larger than the result cap"):
-        _ResultStream(1000).feed(struct.pack("<I", 5000))
+        stream.next_frame()
+
+
+def test_good_frames_before_junk_in_the_same_read_are_all_taken() -> None:
+    """The worker's own report, then junk the submission wrote, may arrive in one read."""
+    stream = _ResultStream(1 << 20)
+    stream.feed(encode({"kind": "sandbox"}) + encode({"kind": "loaded"}) + b"\xff\xff\xff\x7fGRD1 forged")
+    assert stream.next_frame()[0] == {"kind": "sandbox"}  # type: ignore[index]
+    assert stream.next_frame()[0] == {"kind": "loaded"}  # type: ignore[index]
+    with pytest.raises(ProtocolError):
+        stream.next_frame()

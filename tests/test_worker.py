@@ -95,8 +95,28 @@ def test_the_worker_never_imports_the_reference_implementation() -> None:
     may know the answers (the reference attention, the references, the checks)."""
     code = "import sys; sys.path.insert(0, sys.argv[1]); import grader.sandbox.worker; print(' '.join(sorted(m for m in sys.modules if m.startswith('grader'))))"
     loaded = subprocess.run([sys.executable, "-I", "-c", code, str(ROOT)], capture_output=True, text=True, timeout=60, check=True).stdout.split()
-    # The framework adapter and the loading of submission forms hold no answers either.
-    expected = ["grader", "grader.frameworks", "grader.sandbox", "grader.sandbox.forms", "grader.sandbox.isolation", "grader.sandbox.protocol", "grader.sandbox.worker"]
+    # The framework adapter, the loading of submission forms and the isolation layers (every
+    # module of that package named, so that a new one is looked at) hold no answers either.
+    expected = [
+        "grader",
+        "grader.frameworks",
+        "grader.sandbox",
+        "grader.sandbox.forms",
+        "grader.sandbox.isolation",
+        "grader.sandbox.isolation.identity",
+        "grader.sandbox.isolation.landlock",
+        "grader.sandbox.isolation.limits",
+        "grader.sandbox.isolation.model",
+        "grader.sandbox.isolation.mounts",
+        "grader.sandbox.isolation.namespaces",
+        "grader.sandbox.isolation.paths",
+        "grader.sandbox.isolation.pidns",
+        "grader.sandbox.isolation.process",
+        "grader.sandbox.isolation.supervisor",
+        "grader.sandbox.isolation.syscalls",
+        "grader.sandbox.protocol",
+        "grader.sandbox.worker",
+    ]
     assert loaded == expected
 
 
@@ -124,7 +144,7 @@ def test_a_plain_copy_is_made_of_a_subclass() -> None:
 
 
 def test_the_threat_model_lists_every_layer() -> None:
-    model = (ROOT / "README.md").read_text().split("## Threat model", 1)[1]
+    model = (ROOT / "docs" / "sandbox.md").read_text().split("## Isolation layers", 1)[1]
     documented = re.findall(r"^\| \*\*([a-z-]+)\*\* \|", model, flags=re.M)
     reported = {layer.name for layer in probe_layers()}
     assert len(documented) == len(set(documented))

@@ -29,8 +29,7 @@ Protocol, over one SOCK_SEQPACKET control socket (one message per request, never
   kernel translates into the grader's namespace.
 
 When the grader goes away (its end of the control socket closes), the server kills every child's
-process group and exits. This module stays import-light (no numpy) so that the CLI can start the
-server before it imports anything heavy, and the server's start-up overlaps the grader's.
+process group and exits.
 """
 
 from __future__ import annotations
@@ -46,13 +45,11 @@ import struct
 import subprocess
 import sys
 import threading
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from grader.errors import SandboxError
 from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
-
-if TYPE_CHECKING:  # imported by the server only (see serve): the grader's side stays light
-    from grader.sandbox.isolation import NamespaceForks
+from grader.sandbox.isolation import NamespaceForks, NamespaceStuck, close_descriptors_except, set_parent_death_signal
 
 # The collector is off while the server imports (see serve).
 SERVER_BOOT = "import gc; gc.disable(); import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import OWN_NAMESPACES, serve; serve(int(sys.argv[1]), sys.argv[2] == OWN_NAMESPACES)"
@@ -62,7 +59,7 @@ OWN_NAMESPACES = "own-namespaces"
 START_TIMEOUT_S = 30.0
 # After the worker's pipes closed, it has nothing left to do but exit, once it has swept what the
 # submission left behind (without a PID namespace that sweep may take up to 5 s: see
-# isolation._sweep_descendants); killing it earlier would leave the rest running.
+# isolation.supervisor); killing it earlier would leave the rest running.
 EXIT_GRACE_S = 6.0
 REAP_TIMEOUT_S = 10.0
 MESSAGE_BYTES = 64 * 1024
@@ -270,8 +267,6 @@ class ForkServer:
 
 
 def serve(control_fd: int, own_namespaces: bool = False) -> None:
-    from grader.sandbox.isolation import NamespaceForks
-
     # Workers forked straight into PID namespaces of their own (see isolation.NamespaceForks):
     # where this process is privileged, from here; otherwise from the PID 1 of a user and PID
     # namespace of our own, which carries on as the server (this process then only waits).
@@ -282,8 +277,10 @@ def serve(control_fd: int, own_namespaces: bool = False) -> None:
         forks = NamespaceForks.behind_user_namespace()
         displaced = forks is not None  # our pids are not the grader's any more
 
-    import numpy  # noqa: F401 - the point of the server: imported once, inherited by every child
-
+    # numpy (through the worker's module) only now, after that fork: the process left behind
+    # to wait stays small. numpy is the point of the server: imported once, inherited by every
+    # child.
+    import numpy  # noqa: F401
     from grader.sandbox import worker
 
     # Everything imported so far is shared with every child, copy-on-write. A garbage collection
@@ -353,7 +350,6 @@ def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.so
         for fd in fds:
             os.close(fd)
         return
-    from grader.sandbox.isolation import NamespaceStuck  # loaded already (by serve)
 
     req_r, res_w, out_w, reply_fd = fds
     reply = socket.socket(fileno=reply_fd)
@@ -394,7 +390,6 @@ def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.so
 
 def _child(entry: Any, req_r: int, res_w: int, out_w: int, workdir: str, env: dict[str, str], sockets: list[socket.socket], alive: tuple[int, int]) -> None:
     """Become what a fresh worker is, then run the same worker code. Never returns."""
-    from grader.sandbox.isolation import close_descriptors_except, set_parent_death_signal  # loaded already (by serve)
 
     try:
         # Dies with the server (which ends every worker when the grader goes), even when the

@@ -78,7 +78,7 @@ def encode(meta: dict[str, Any], arrays: dict[str, np.ndarray] | EncodedArrays |
     return struct.pack("<I", len(body)) + body
 
 
-def decode(body: bytes | memoryview, max_elements: int = 50_000_000, copy: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def decode(body: bytes | bytearray | memoryview, max_elements: int = 50_000_000, copy: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Parse one frame body (without its length prefix). Raises ProtocolError on anything odd.
     ``copy=False``: the arrays are views of ``body`` (kept alive by them) instead of copies."""
     if len(body) < 8 or body[:4] != MAGIC:

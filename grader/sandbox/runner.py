@@ -124,7 +124,9 @@ class _ResultStream:
 
     Each frame's body grows in a buffer of its own as its bytes arrive and is decoded in place
     (the arrays are views of it), so a frame costs about its size once, never a copy per step;
-    a length prefix that promises a huge frame costs nothing until its bytes come."""
+    a length prefix that promises a huge frame costs nothing until its bytes come. A problem in
+    the stream is raised only after the good frames before it are taken (the worker's own, then
+    junk the submission wrote)."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
@@ -133,11 +135,15 @@ class _ResultStream:
         self.length: int | None = None  # of the frame being filled
         self.body = bytearray()
         self.complete: deque[bytearray] = deque()
+        self.problem: ProtocolError | None = None
 
     def feed(self, data: bytes) -> None:
+        if self.problem is not None:
+            return
         self.received += len(data)
         if self.received > self.cap:
-            raise ProtocolError(f"the worker sent more than {self.cap} bytes of results")
+            self.problem = ProtocolError(f"the worker sent more than {self.cap} bytes of results")
+            return
         view = memoryview(data)
         while view:
             if self.length is None:
@@ -146,10 +152,12 @@ class _ResultStream:
                 view = view[need:]
                 if len(self.prefix) < 4:
                     return
-                (self.length,) = struct.unpack("<I", self.prefix)
+                (length,) = struct.unpack("<I", self.prefix)
                 self.prefix.clear()
-                if self.length > self.cap:
-                    raise ProtocolError("frame larger than the result cap")
+                if length > self.cap:
+                    self.problem = ProtocolError("frame larger than the result cap")
+                    return
+                self.length = length
             take = self.length - len(self.body)
             self.body += view[:take]
             view = view[take:]
@@ -158,11 +166,12 @@ class _ResultStream:
                 self.body, self.length = bytearray(), None
 
     def next_frame(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """The next complete frame, or None. One at a time, so that the good frames before a bad
-        one (the worker's own, then junk the submission wrote) are all taken."""
-        if not self.complete:
-            return None
-        return decode(self.complete.popleft(), copy=False)
+        """The next complete frame, or None when none is complete yet; one at a time."""
+        if self.complete:
+            return decode(self.complete.popleft(), copy=False)
+        if self.problem is not None:
+            raise self.problem
+        return None
 
 
 # A pipe holds 64 KiB unless asked for more. Sized to hold the whole request (about 230 KiB of probe
