@@ -12,7 +12,7 @@ from rich.console import Console
 from conftest import EXAMPLES
 from grader.report.heatmap import MAX_SIZE, matrix_text
 from grader.report.jsonfmt import report_dict
-from grader.report.text import CheckLines, render
+from grader.report.text import check_table, render
 
 
 def text_of(renderable: object, width: int = 100) -> str:
@@ -65,7 +65,7 @@ def test_a_report_served_from_the_cache_keeps_its_heat_map(grade_path) -> None: 
 
 def test_check_lines_keep_their_columns_and_wrap_under_the_summary(grade_path) -> None:  # type: ignore[no-untyped-def]
     report = grade_path(EXAMPLES / "seed_buggy.py")
-    lines = text_of(CheckLines(report), width=60).splitlines()
+    lines = text_of(check_table(report), width=60).splitlines()
     weights = next(i for i, line in enumerate(lines) if line.split()[:2] == ["FAIL", "weights"])
     start = lines[weights].index(lines[weights].split()[3])  # where the summary column begins
     assert lines[weights].startswith("FAIL  weights") and "0/3" in lines[weights]
@@ -78,5 +78,26 @@ def test_a_word_longer_than_the_summary_column_is_folded_not_cut(grade_path) -> 
     report = grade_path(EXAMPLES / "seed_buggy.py")
     long = "x" * 80
     checks = (replace(report.checks[0], summary=f"loaded {long} here"),)
-    out = text_of(CheckLines(replace(report, checks=checks)), width=50)
+    out = text_of(check_table(replace(report, checks=checks)), width=50)
     assert "".join(part.strip() for part in out.split()[3:]).count("x") == 80
+
+
+def test_control_characters_from_the_submission_are_shown_not_sent(grade_path) -> None:  # type: ignore[no-untyped-def]
+    report = grade_path(EXAMPLES / "seed_buggy.py")
+    hostile = "a\x1b]0;owned\x07b\x1b[2Jc\x00d"
+    checks = (replace(report.checks[0], summary=hostile), *report.checks[1:])
+    bad = replace(report, path=f"x{hostile}.py", checks=checks, output=replace(report.output, text=f"{hostile}\n\tnext", total_bytes=30))
+    out = text_of(render(bad), width=300)
+    assert "\x1b" not in out and "\x07" not in out and "\x00" not in out
+    assert out.count("a\\x1b]0;owned\\x07b\\x1b[2Jc\\x00d") == 3  # the path, the check's summary, the output
+    assert "\tnext" not in out and "next" in out  # a tab is layout: expanded, not escaped
+
+
+def test_a_narrow_terminal_crops_the_heat_map_rather_than_folding_it(grade_path) -> None:  # type: ignore[no-untyped-def]
+    report = grade_path(EXAMPLES / "seed_buggy.py")
+    def rows(width: int) -> list[str]:
+        return [line for line in text_of(render(report), width=width).splitlines() if line.startswith("  ░")]
+
+    assert len(rows(30)) == len(rows(300)) == 6  # one line per query, however narrow
+    assert all(len(line) <= 30 for line in rows(30))
+    assert all(set(line.strip()) <= set("░▒▓█ ") for line in rows(30))  # cut, never folded or marked with "…"

@@ -207,31 +207,3 @@ def test_report_files_are_never_half_written(tmp_path: Path, monkeypatch: pytest
         write_report_file(target, "<testsuites/>" * 1000)
     assert target.read_text() == "the previous report"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.xml"]  # no temporary file left
-
-
-def test_a_json_document_laid_out_ahead_is_the_document_laid_out_at_the_end(reports: list[Report]) -> None:
-    """A batch lays out each submission's part as its result arrives; the document is the same
-    text as one laid out in one go, whichever parts were done ahead."""
-    import gc
-
-    from grader.report.files import lay_out_ahead
-    from grader.report.jsonfmt import _LAID_OUT, document, laid_out
-    from grader.report.layout import readable_json
-
-    reports = [replace(r, path=f"ahead-{r.path}") for r in reports]  # reports no other test laid out
-    whole = readable_json(document(reports, INFO.suite_name, INFO.max_score), allow_nan=False) + "\n"
-    lay_out_ahead("json", reports[1])
-    lay_out_ahead("junit", reports[0])  # no part of its own to lay out: nothing happens
-    assert id(reports[1]) in _LAID_OUT and id(reports[0]) not in _LAID_OUT
-    assert render("json", reports) == whole
-    assert laid_out(reports[1]) is laid_out(reports[1])  # done once
-    # Placed deeper than a submission's place, a part is laid out again for where it stands.
-    nested = {"outer": {"inner": [laid_out(reports[2])]}}
-    assert readable_json(nested) == readable_json({"outer": {"inner": [report_dict(reports[2])]}})
-    # A part lives as long as its report.
-    copy = replace(reports[2], path="elsewhere.py")
-    laid_out(copy)
-    key = id(copy)
-    del copy
-    gc.collect()
-    assert key not in _LAID_OUT

@@ -10,11 +10,9 @@ and are given the reports in the order of the submissions, whatever order they f
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Literal, Protocol
+from typing import IO, Literal, Protocol
 
-
-if TYPE_CHECKING:  # the CLI imports this module before the fork server starts: keep it light
-    from grader.report.model import Report
+from grader.report.model import Report
 
 Format = Literal["text", "json", "junit", "gradescope", "csv", "markdown", "github"]
 FORMATS: tuple[Format, ...] = ("text", "json", "junit", "gradescope", "csv", "markdown", "github")

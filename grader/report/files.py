@@ -7,14 +7,12 @@ import errno
 import io
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from grader.errors import OutputError, UsageError
 from grader.fsutil import write_atomically
+from grader.report.model import Report
 from grader.report.registry import FORMATS, Format, RunInfo, make_reporter
-
-if TYPE_CHECKING:
-    from grader.report.model import Report
 
 
 @dataclass(frozen=True)
@@ -46,17 +44,6 @@ def check_writable(path: Path) -> None:
         raise OutputError(f"{path}: cannot write in {parent}: permission denied")
     if path.exists() and not os.access(path, os.W_OK):
         raise OutputError(f"{path}: permission denied")
-
-
-def lay_out_ahead(fmt: str, report: Report) -> None:
-    """Do now, as ``report`` arrives, what the ``fmt`` document will need of it at the end (a
-    batch's threads have time while the workers run; the end is spent waiting). The JSON
-    document's part for each submission is the one worth it (a batch's lay-out took 0.3 s at
-    the end, for 200 submissions); the other formats are quick to write."""
-    if fmt == "json":
-        from grader.report.jsonfmt import laid_out
-
-        laid_out(report)
 
 
 def render_document(fmt: Format, reports: list[Report], info: RunInfo) -> str:

@@ -10,11 +10,11 @@ score is the sum.
 
 from __future__ import annotations
 
-from typing import IO, Any
+import json
+from typing import Any
 
-from grader.report.base import DocumentReporter, RunInfo
+from grader.report.base import DocumentReporter
 from grader.report.junit import explanation
-from grader.report.layout import readable_json
 from grader.report.model import Report
 
 
@@ -53,4 +53,5 @@ def results_document(reports: list[Report]) -> dict[str, Any]:
 
 class GradescopeReporter(DocumentReporter):
     def finish(self) -> None:
-        self.stream.write(readable_json(results_document(self.reports)) + "\n")
+        json.dump(results_document(self.reports), self.stream, indent=2)
+        self.stream.write("\n")

@@ -10,10 +10,10 @@ Large matrices are cut to MAX_SIZE rows and columns.
 from __future__ import annotations
 
 import math
-from itertools import zip_longest
 
 import numpy as np
 from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 
 from grader.checks.base import CaseResult
@@ -21,7 +21,6 @@ from grader.probes import FRESH_PREFIX
 from grader.report.model import Report
 
 MAX_SIZE = 12
-PAD = "  "  # around each of the two matrices
 # (upper bound, glyph): the glyph carries the level even without colour.
 LEVELS = ((0.05, "  "), (0.2, "░░"), (0.4, "▒▒"), (0.7, "▓▓"), (math.inf, "██"))
 COLOURS = ("grey23", "blue", "cyan", "yellow", "bright_white")
@@ -83,21 +82,9 @@ def weights_heatmap(report: Report) -> RenderableType | None:
         (f"weights of {where}: rows are queries, columns keys{cut}. ", "dim"),
         ("blank < 0.05 ░ < 0.2 ▒ < 0.4 ▓ < 0.7 █ ; -- negative, !! above 1, ?? nan or inf", "dim"),
     )
-    return Group(legend, side_by_side(("submission", matrix_text(mine)), ("reference", matrix_text(ref))))
-
-
-def side_by_side(left: tuple[str, Text], right: tuple[str, Text]) -> Text:
-    """Two titled blocks of lines next to each other, each padded to its widest line. What a
-    borderless two-column table draws, without a table's cost of measuring every cell."""
-    columns = [[Text(title, style="bold"), *block.split("\n")] for title, block in (left, right)]
-    widths = [max(line.cell_len for line in column) for column in columns]
-    lines = []
-    for row in zip_longest(*columns, fillvalue=Text()):
-        line = Text(PAD)
-        for number, (cell, width) in enumerate(zip(row, widths)):
-            line.append_text(cell)
-            line.append(" " * (width - cell.cell_len) + (PAD * 2 if number == 0 else PAD))
-        lines.append(line)
-    joined = Text("\n").join(lines)
-    joined.no_wrap, joined.overflow = True, "crop"  # as the table did: a narrow terminal cuts, never folds, a matrix
-    return joined
+    # A narrow terminal crops a matrix rather than folding its rows, which would scramble it.
+    table = Table(box=None, padding=(0, 2))
+    table.add_column("submission", no_wrap=True, overflow="crop")
+    table.add_column("reference", no_wrap=True, overflow="crop")
+    table.add_row(matrix_text(mine), matrix_text(ref))
+    return Group(legend, table)

@@ -15,10 +15,10 @@ Schema (stable; fields are only ever added)::
 
 from __future__ import annotations
 
+import json
 import math
-import weakref
 from collections import Counter
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +28,6 @@ from grader.compare import Mismatch
 from grader.diagnosis.model import Diagnosis, Location
 from grader.observation import CapturedOutput
 from grader.report.base import DocumentReporter
-from grader.report.layout import Prelaid, readable_json
 from grader.report.model import Report
 from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
 
@@ -140,40 +139,23 @@ def summary_dict(reports: list[Report]) -> dict[str, Any]:
     }
 
 
-def document(reports: list[Report], suite_name: str, max_score: float, entry: Callable[[Report], Any] = report_dict) -> dict[str, Any]:
-    """The JSON document of a run; ``entry`` makes each submission's part."""
+def document(reports: list[Report], suite_name: str, max_score: float) -> dict[str, Any]:
+    """The JSON document of a run."""
     return {
         "grader": {"version": __version__},
         "suite": {"name": suite_name, "max_score": max_score},
-        "submissions": [entry(r) for r in reports],
+        "submissions": [report_dict(r) for r in reports],
         "summary": summary_dict(reports),
     }
-
-
-ENTRY_LEVEL = 2  # where a submission stands in the document: {"submissions": [here]}
-# Submissions laid out ahead of their document, by report (identity: reports are values), for as
-# long as the report lives.
-_LAID_OUT: dict[int, tuple[weakref.ref[Report], Prelaid]] = {}
-
-
-def laid_out(report: Report) -> Prelaid:
-    """The report's part of the JSON document, laid out once: a batch calls this as each result
-    arrives (the workers still running), the document at the end finds it done."""
-    key = id(report)
-    found = _LAID_OUT.get(key)
-    if found is not None and found[0]() is report:
-        return found[1]
-    entry = Prelaid(report_dict(report), ENTRY_LEVEL, allow_nan=False)
-    _LAID_OUT[key] = (weakref.ref(report, lambda _, key=key: _LAID_OUT.pop(key, None)), entry)  # type: ignore[misc]
-    return entry
 
 
 class JsonReporter(DocumentReporter):
     """Collects every report and writes one document at the end."""
 
     def finish(self) -> None:
-        whole = document(self.reports, self.info.suite_name, self.info.max_score, entry=laid_out)
-        self.stream.write(readable_json(whole, allow_nan=False) + "\n")
+        # allow_nan=False: _plain wrote NaN and infinities as text, and JSON has no other form of them.
+        json.dump(document(self.reports, self.info.suite_name, self.info.max_score), self.stream, indent=2, allow_nan=False)
+        self.stream.write("\n")
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, Callable
 
 from grader.report.base import FORMATS, Format, Reporter, RunInfo
 from grader.report.csvfmt import CsvReporter
@@ -18,7 +18,7 @@ __all__ = ["FORMATS", "Format", "Reporter", "RunInfo", "make_reporter"]
 
 def make_reporter(fmt: Format, stream: IO[str], info: RunInfo) -> Reporter:
     """The reporter for ``fmt``, writing to ``stream``."""
-    makers = {
+    makers: dict[Format, Callable[[IO[str], RunInfo], Reporter]] = {
         "text": text_reporter,
         "json": JsonReporter,
         "junit": JunitReporter,

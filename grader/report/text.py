@@ -1,18 +1,21 @@
 """The terminal report, rendered with rich.
 
-One line per check, then a panel per diagnosis (what was measured, why it matters, the fix), then
+A header line, the checks as a table (mark, id, points, summary), the heat map of a failed weights
+comparison, then a panel per diagnosis (what was measured, where, why it matters, the fix), then
 what the submission printed. Every piece of text is a rich Text, never markup: what came from the
-submission cannot inject markup, and no title is parsed for markup or emoji names.
+submission cannot inject markup, and no title is parsed for markup or emoji names. Text from the
+submission also has its control characters shown as escapes (``shown``), so it cannot move the
+cursor, recolour or retitle the terminal.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import IO, Iterator
+from typing import IO
 
-from rich.console import Console, ConsoleOptions, Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
-from rich.segment import Segment
+from rich.table import Table
 from rich.text import Text
 
 from grader.diagnosis.model import Diagnosis
@@ -23,50 +26,57 @@ from grader.report.model import Report
 from grader.report.summary import RunSummary
 from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
 
-MARKS = {"passed": ("PASS", "green"), "failed": ("FAIL", "red"), "skipped": ("SKIP", "yellow"), "error": ("ERR ", "magenta")}
+MARKS = {"passed": ("PASS", "green"), "failed": ("FAIL", "red"), "skipped": ("SKIP", "yellow"), "error": ("ERR", "magenta")}
 OUTPUT_LINES = 12
-GAP = "  "  # between the columns of the check lines
+
+# Control characters as visible escapes (ESC as \x1b). Written here because rich has no call for
+# it: Text drops only bell, backspace, VT, FF and CR, and rich.control.escape_control_codes escapes
+# just those five, so an ESC sequence printed by a submission would reach the terminal as a command.
+# Newline and tab stay: they are layout, and rich lays them out.
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if chr(code) not in "\n\t"}
 
 
-class CheckLines:
-    """The checks, one a line: mark, id, points, and the summary wrapped under itself.
+def shown(text: str, style: str = "") -> Text:
+    """Text from a submission as a rich Text: never markup, its control characters escaped."""
+    return Text(text.translate(_CONTROLS), style=style)
 
-    What a rich Table with these four columns draws, at a fraction of the cost: a Table measures
-    every cell to share out the width, which made this block half of a report's rendering time.
-    Here only the summaries are wrapped, into the width the first three columns leave."""
 
-    def __init__(self, report: Report) -> None:
-        self.rows = [(*MARKS[c.outcome], c.id, f"{c.points:g}/{c.max_points:g}", c.summary) for c in report.checks]
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
-        if not self.rows:
-            return
-        ids = max(len(row[2]) for row in self.rows)
-        points = max(len(row[3]) for row in self.rows)
-        lead = len("PASS") + ids + points + 3 * len(GAP)
-        width = max(options.max_width - lead, 10)
-        for mark, style, check_id, score, summary in self.rows:
-            first = Text.assemble((mark, f"bold {style}"), GAP, (check_id.ljust(ids), "bold"), GAP, (score.rjust(points), "dim"), GAP)
-            for number, line in enumerate(Text(summary).wrap(console, width)):
-                yield from (first if number == 0 else Text(" " * lead)).render(console)
-                yield from line.render(console)
-                yield Segment.line()
+def check_table(report: Report) -> Table:
+    """The checks, one a row: mark, id, points, and the summary, wrapped in its own column (a
+    word wider than the column is folded onto the next line, not cut, so no message is lost)."""
+    table = Table.grid(padding=(0, 2, 0, 0))
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(justify="right", no_wrap=True)
+    table.add_column(overflow="fold")
+    for check in report.checks:
+        mark, style = MARKS[check.outcome]
+        table.add_row(
+            Text(mark, style=f"bold {style}"),
+            shown(check.id, style="bold"),
+            Text(f"{check.points:g}/{check.max_points:g}", style="dim"),
+            shown(check.summary),
+        )
+    return table
 
 
 def diagnosis_panel(d: Diagnosis) -> Panel:
     rule = BY_NAME.get(d.name)
-    parts: list[RenderableType] = [Text.assemble(("Measured  ", "bold"), d.message)]
+    rows = Table.grid(padding=(0, 2, 0, 0))
+    rows.add_column(style="bold", no_wrap=True)
+    rows.add_column(overflow="fold")
+    rows.add_row(Text("Measured"), shown(d.message))
     if d.location is not None:
         where = f"cell {d.location.cell}, line {d.location.line}" if d.location.cell else f"line {d.location.line}"
-        parts.append(Text.assemble(("Where     ", "bold"), (f"{d.location.file} {where}: ", "dim"), (d.location.code.strip(), "bold yellow")))
+        rows.add_row(Text("Where"), Text.assemble(shown(f"{d.location.file} {where}: ", "dim"), shown(d.location.code.strip(), "bold yellow")))
     if rule is not None:
-        parts.append(Text.assemble(("Why       ", "bold"), rule.why))
-    parts.append(Text.assemble(("Fix       ", "bold"), (d.fix, "green")))
+        rows.add_row(Text("Why"), Text(rule.why))
+    rows.add_row(Text("Fix"), shown(d.fix, "green"))
     color = "red" if d.severity == "error" else "yellow"
     # Titles as Text, not markup: nothing in them is read as markup (or as an emoji name).
-    title = Text.assemble((f"{d.code} {d.name}", f"bold {color}"), " ", (f"({d.severity})", "dim"))
-    subtitle = Text(f"grade --explain {d.name}", style="dim")
-    return Panel(Group(*parts), title=title, title_align="left", subtitle=subtitle, subtitle_align="right", border_style=color)
+    title = Text.assemble(shown(f"{d.code} {d.name}", f"bold {color}"), " ", (f"({d.severity})", "dim"))
+    subtitle = shown(f"grade --explain {d.name}", "dim")
+    return Panel(rows, title=title, title_align="left", subtitle=subtitle, subtitle_align="right", border_style=color)
 
 
 def output_block(report: Report) -> RenderableType | None:
@@ -74,13 +84,12 @@ def output_block(report: Report) -> RenderableType | None:
     if out.total_bytes == 0:
         return None
     lines = out.text.splitlines()
-    shown = "\n".join(lines[:OUTPUT_LINES])
     note = f"the submission printed {out.total_bytes} bytes"
     if out.truncated_bytes or len(lines) > OUTPUT_LINES:
         note += f"; showing the first {min(len(lines), OUTPUT_LINES)} lines"
         if out.truncated_bytes:
             note += f" ({out.truncated_bytes} bytes were cut)"
-    return Panel(Text(shown), title=Text(note, style="dim"), title_align="left", border_style="dim")
+    return Panel(shown("\n".join(lines[:OUTPUT_LINES])), title=Text(note, style="dim"), title_align="left", border_style="dim")
 
 
 def sandbox_line(layers: tuple[Layer, ...]) -> Text:
@@ -103,7 +112,7 @@ def render(report: Report) -> Group:
     header = Text.assemble(
         verdict,
         "  ",
-        (report.path, "bold"),
+        shown(report.path, "bold"),
         f"  {report.score:g}/{report.max_score:g} points",
         (f"  {report.duration_s:.2f} s", "dim"),
     )
@@ -111,9 +120,9 @@ def render(report: Report) -> Group:
     if report.worker_status != "not-run":
         parts.append(sandbox_line(report.sandbox))
     if report.error:
-        parts.append(Text(f"  {report.error}", style="red"))
+        parts.append(shown(f"  {report.error}", "red"))
     if report.checks:
-        parts.append(CheckLines(report))
+        parts.append(check_table(report))
         heat = weights_heatmap(report)
         if heat is not None:
             parts.append(heat)
@@ -128,13 +137,11 @@ def one_line(report: Report) -> Text:
     """The --quiet form: verdict, path, points, the names of the errors found."""
     verdict = Text("PASSED", style="bold green") if report.passed else Text("FAILED", style="bold red")
     names = ", ".join(d.name for d in report.errors) or (report.error or "")
-    return Text.assemble(verdict, "  ", (report.path, "bold"), f"  {report.score:g}/{report.max_score:g}", ("  " + names if names else "", "red"))
+    return Text.assemble(verdict, "  ", shown(report.path, "bold"), f"  {report.score:g}/{report.max_score:g}", shown("  " + names if names else "", "red"))
 
 
 def summary_table(summary: RunSummary) -> Group:
     """The end of a batch: verdict counts, the most frequent diagnoses, the slowest submissions."""
-    from rich.table import Table  # here: a report of one submission needs no table
-
     counts = Text.assemble(
         (f"{summary.passed} passed", "bold green"), ", ",
         (f"{summary.failed} failed", "bold red" if summary.failed else ""), ", ",
@@ -149,14 +156,14 @@ def summary_table(summary: RunSummary) -> Group:
         table.add_column("name")
         table.add_column("submissions", justify="right")
         for code, name, count in summary.diagnoses:
-            table.add_row(Text(code), Text(name), str(count))  # Text: never read as markup
+            table.add_row(shown(code), shown(name), str(count))
         parts.append(table)
     if summary.slowest:
         table = Table(title="slowest submissions", title_justify="left", box=None, padding=(0, 2, 0, 0))
         table.add_column("submission")
         table.add_column("seconds", justify="right")
         for path, seconds in summary.slowest:
-            table.add_row(Text(path), f"{seconds:.2f}")
+            table.add_row(shown(path), f"{seconds:.2f}")
         parts.append(table)
     return Group(*parts)
 
