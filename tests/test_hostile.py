@@ -70,7 +70,7 @@ MODES = ["as-is", "unprivileged", "unprivileged-no-userns"]
 LAUNCHER = textwrap.dedent(
     """
     import ctypes, os, sys
-    from grader.sandbox import isolation as iso
+    from grader.sandbox.isolation import mounts, paths, syscalls
     mode, reach, command = sys.argv[1], sys.argv[2].split(os.pathsep), sys.argv[3:]
     go_r, go_w = os.pipe()
     ready_r, ready_w = os.pipe()
@@ -79,10 +79,10 @@ LAUNCHER = textwrap.dedent(
         os.close(go_w)
         os.close(ready_r)
         try:
-            iso._unshare(iso.CLONE_NEWNS)
-            iso._mount(None, "/", None, iso.MS_REC | iso.MS_PRIVATE)
-            iso._make_reachable(iso._unreachable(reach, 1000, 1000), 1000, 1000)
-            iso._unshare(iso.CLONE_NEWUSER)
+            syscalls._unshare(syscalls.CLONE_NEWNS)
+            syscalls._mount(None, "/", None, syscalls.MS_REC | syscalls.MS_PRIVATE)
+            mounts._make_reachable(paths._unreachable(reach, 1000, 1000), 1000, 1000)
+            syscalls._unshare(syscalls.CLONE_NEWUSER)
         except OSError as exc:
             print(f"launcher: {exc}", file=sys.stderr)
             os._exit(90)
