@@ -21,11 +21,12 @@ Two halves live here:
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
-import threading
-from collections import deque
 from typing import Any, Callable, Iterator, Literal
+
+import numpy as np
 
 Framework = Literal["numpy", "torch", "jax"]
 FRAMEWORKS: tuple[Framework, ...] = ("numpy", "torch", "jax")
@@ -55,35 +56,15 @@ def _is_main_guard(node: ast.AST) -> bool:
     )
 
 
-# The fields of a statement (or an except or case clause) that hold statements, in the order of
-# ast.iter_child_nodes. An expression never holds a statement, so an import is found by walking
-# these alone: a fraction of the nodes of a real file.
-_BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
-
-
-def nested_statements(node: ast.AST) -> list[ast.AST]:
-    """The statements and clauses directly inside ``node`` (a module, statement or clause)."""
-    found: list[ast.AST] = []
-    for name in _BLOCKS:
-        block = getattr(node, name, None)
-        if block:
-            found.extend(block)
-    return found
-
-
 def statements(tree: ast.AST) -> Iterator[ast.AST]:
-    """``tree`` and every statement and clause in it, breadth first: the order in which ast.walk
-    yields them, without visiting any expression."""
-    queue = deque([tree])
-    while queue:
-        node = queue.popleft()
-        queue.extend(nested_statements(node))
-        yield node
+    """``tree`` and every statement and clause (except, case) in it, in ast.walk's order."""
+    return (node for node in ast.walk(tree) if isinstance(node, (ast.mod, ast.stmt, ast.excepthandler, ast.match_case)))
 
 
 def imported_modules(tree: ast.Module) -> list[str]:
     """Every module an import statement names (absolute imports only), outside main guards."""
     names: list[str] = []
+    # Walked by hand, not with ast.walk: a main guard's whole subtree must be left out.
     stack: list[ast.AST] = [s for s in tree.body if not _is_main_guard(s)]
     while stack:
         node = stack.pop()
@@ -91,33 +72,25 @@ def imported_modules(tree: ast.Module) -> list[str]:
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.append(node.module)
-        stack.extend(child for child in nested_statements(node) if not _is_main_guard(child))
+        stack.extend(child for child in ast.iter_child_nodes(node) if not _is_main_guard(child))
     return names
 
 
 # Parsed sources, by their text: a submission's file is parsed to find its framework and again to
-# locate its mistakes; one parse serves both. Only texts the locator reads are kept, a few at a
-# time (a batch's threads each hold one submission between the two).
-_TREES: dict[str, ast.Module] = {}
-_TREES_KEPT = 16
+# locate its mistakes; one parse serves both. Only texts the locator reads are kept (up to
+# _TREE_BYTES), a few at a time (a batch's threads each hold one submission between the two).
 _TREE_BYTES = 100_000
-_TREES_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_kept(text: str) -> ast.Module:
+    return ast.parse(text)
 
 
 def parse_source(text: str) -> ast.Module:
     """ast.parse(text), shared with the last few callers that parsed the same text. Raises what
     ast.parse raises; a tree is never changed by its readers."""
-    with _TREES_LOCK:
-        tree = _TREES.get(text)
-    if tree is not None:
-        return tree
-    tree = ast.parse(text)
-    if len(text) <= _TREE_BYTES:
-        with _TREES_LOCK:
-            while len(_TREES) >= _TREES_KEPT:
-                del _TREES[next(iter(_TREES))]
-            _TREES[text] = tree
-    return tree
+    return _parse_kept(text) if len(text) <= _TREE_BYTES else ast.parse(text)
 
 
 def frameworks_of(modules: list[str]) -> set[Framework]:
@@ -193,7 +166,7 @@ def worker_adapter(framework: str) -> Adapter:
         import torch
 
         torch.set_num_threads(1)
-        torch.from_numpy(__import__("numpy").ones(1)).sum()  # start the CPU kernels now, not in the first call
+        torch.from_numpy(np.ones(1)).sum()  # start the CPU kernels now, not in the first call
         return torch.from_numpy  # shares the worker's own copy: in-place changes stay visible
     if framework == "jax":
         # CPU only, and float64 as for everyone else (JAX computes in float32 unless told).
@@ -202,7 +175,6 @@ def worker_adapter(framework: str) -> Adapter:
 
         jax.config.update("jax_enable_x64", True)
         import jax.numpy as jnp
-        import numpy as np
 
         # The CPU backend maps about 1 GB of address space when it starts; start it before the
         # limits are counted (see the module docstring).

@@ -1,4 +1,5 @@
-"""Attention masks: building them, the masked reference, and the masked probes.
+"""Attention masks: building them and the masked reference (the masked probes are built in
+``grader.probes``).
 
 A mask is boolean, True = keep, with the full shape of the scores (..., T_q, T_k), and is passed
 to the submission as its fourth argument (by keyword when a parameter is called ``mask``,
@@ -12,26 +13,18 @@ legitimately return NaN, zeros or a uniform row there. Suites cannot ask for suc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from grader.attention import Array, softmax
 from grader.suite import Case, MaskSpec, Shape
-
-if TYPE_CHECKING:
-    from grader.probes import Probe
-    from grader.refdata import CaseData
 
 KEEP_ALL = "keep-all"  # the probe kind with a mask of all True
 
 
 def build_mask(spec: MaskSpec, shape: Shape) -> np.ndarray:
     """The boolean mask of ``spec`` for a case of ``shape``: shape.batch + (T_q, T_k)."""
-    rows = np.arange(shape.tq)[:, None]
-    cols = np.arange(shape.tk)[None, :]
-    if spec.kind == "causal":
-        return np.broadcast_to(cols <= rows, shape.batch + (shape.tq, shape.tk)).copy()
+    if spec.kind == "causal":  # query i keeps keys 0..i
+        return np.broadcast_to(np.tril(np.ones((shape.tq, shape.tk), dtype=bool)), shape.batch + (shape.tq, shape.tk)).copy()
     keep = np.arange(shape.tk)[None, :] < np.asarray(spec.lengths)[:, None]  # (B, T_k), or (1, T_k) unbatched
     if shape.batch:  # batch element b is the first axis; later axes (heads) share its lengths
         keep = keep.reshape((len(spec.lengths),) + (1,) * (len(shape.batch) - 1) + (1, shape.tk))
@@ -53,19 +46,3 @@ def masked_weights(Q: Array, K: Array, mask: np.ndarray) -> Array:
 def masked_attention(Q: Array, K: Array, V: Array, mask: np.ndarray) -> Array:
     return np.matmul(masked_weights(Q, K, mask), V)
 
-
-def mask_probes(data: CaseData) -> list[Probe]:
-    """A masked case's probes: the stored V and the identity V under the case's mask, and the
-    identity V under a mask that keeps everything, which shows what the submission does with no
-    key masked on the very same Q and K (the mask diagnoses compare against it)."""
-    from grader.probes import Probe, identity_values, probe_name  # late: probes imports refdata imports this
-
-    mask = case_mask(data.case)
-    assert mask is not None
-    shape = data.case.shape
-    identity = identity_values(shape.tk, shape.batch)
-    return [
-        Probe(probe_name(data.case.name, "values"), data.case.name, "values", data.Q, data.K, data.V, mask=mask),
-        Probe(probe_name(data.case.name, "identity"), data.case.name, "identity", data.Q, data.K, identity, mask=mask),
-        Probe(probe_name(data.case.name, KEEP_ALL), data.case.name, KEEP_ALL, data.Q, data.K, identity, mask=np.ones_like(mask)),
-    ]

@@ -19,6 +19,7 @@ or not shaped like a notebook is reported as that submission's ``load-error``, i
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -140,7 +141,7 @@ def read_notebook(path: Path) -> NotebookSource:
 def _remap_error(error: ErrorInfo, notebook: NotebookSource, name: str) -> ErrorInfo:
     def cell_line(file: object, line: int | None) -> tuple[int | None, int | None]:
         # Tracebacks name the file relative to the candidate's folder, syntax errors by base name.
-        same = isinstance(file, str) and (file == name or file.rsplit("/", 1)[-1] == name.rsplit("/", 1)[-1])
+        same = isinstance(file, str) and (file == name or posixpath.basename(file) == posixpath.basename(name))
         return notebook.locate(line) if same else (None, line)
 
     frames = []

@@ -7,25 +7,27 @@ For a stored case, up to two probes:
   ``weights @ V = weights``, so the output *is* the attention weight matrix: the weights become
   observable through the public signature, with no hook into the submission.
 
+A masked case has three, each with the case's mask (see :func:`mask_probes`).
+
 Some checks ask more of a probe: ``repeat=2`` calls it twice on fresh copies of the same inputs
 (determinism), ``return_inputs`` sends back Q, K and V as they were after the call (mutation).
 Asked by several checks, a probe is run once with the union of what they asked.
 
 The ``fresh`` check adds cases that exist nowhere on disk: shapes and values are drawn at grading
-time from a seed taken from the operating system's randomness and never written anywhere, so a
-submission that replays stored answers cannot pass them. Their expected values are computed in
+time by ``numpy.random.default_rng`` from fresh operating-system entropy, never written anywhere,
+so a submission that replays stored answers cannot pass them. Their values are rounded to the
+grid of the stored inputs (``grader.refdata.GRID``), and their expected values are computed in
 the grader with the float64 reference (``grader.attention.attention``).
 """
 
 from __future__ import annotations
 
-import os
-import random
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from grader.refdata import GRID, ReferenceSet
+from grader.masks import KEEP_ALL, case_mask
+from grader.refdata import GRID, CaseData, ReferenceSet
 from grader.suite import Shape, Suite, Tolerance
 
 # Which probes each check kind needs for each of its cases: (probe kind, repeat, return_inputs).
@@ -42,7 +44,7 @@ NEEDS: dict[str, tuple[tuple[str, int, bool], ...]] = {
 }
 
 FRESH_PREFIX = "fresh-"
-FRESH_SIZES = (2, 16)  # token and value sizes of fresh cases are drawn from this range
+FRESH_SIZES = (2, 16)  # token and value sizes of fresh cases are drawn from this range (both ends included)
 FRESH_DK = (2, 48)  # key sizes from this one: away from the stored head sizes too
 
 
@@ -86,8 +88,8 @@ def _add(probes: dict[str, Probe], probe: Probe) -> None:
 def build_probes(suite: Suite, refs: ReferenceSet, fresh_seed: int | None = None) -> list[Probe]:
     """Every probe the suite's checks need, each once, in the order of the checks.
 
-    ``fresh_seed`` is for tests only; by default the fresh cases come from 128 bits of the
-    operating system's randomness, kept nowhere.
+    ``fresh_seed`` is for tests only; by default the fresh cases come from fresh entropy of the
+    operating system (``numpy.random.default_rng()``), kept nowhere.
     """
     probes: dict[str, Probe] = {}
     for check in suite.checks:
@@ -99,8 +101,6 @@ def build_probes(suite: Suite, refs: ReferenceSet, fresh_seed: int | None = None
         for case_name in check.cases:
             data = refs.cases[case_name]
             if check.kind == "mask":  # masked cases have their own probes
-                from grader.masks import mask_probes
-
                 for probe in mask_probes(data):
                     _add(probes, probe)
                 continue
@@ -112,56 +112,47 @@ def build_probes(suite: Suite, refs: ReferenceSet, fresh_seed: int | None = None
     return list(probes.values())
 
 
-class Draws:
-    """The random numbers of the fresh cases: Python's generator, with numpy turning its bits into
-    normal values (Box-Muller). numpy.random would do as well, but importing it costs a cold
-    ``grade`` 15 to 20 ms, and a handful of sizes and a few thousand values are all it draws."""
-
-    def __init__(self, seed: int) -> None:
-        self.rng = random.Random(seed)
-
-    def integer(self, low: int, high: int) -> int:
-        """From low to high, both included."""
-        return self.rng.randint(low, high)
-
-    def normal(self, shape: tuple[int, ...]) -> np.ndarray:
-        """Standard normal values of the given shape."""
-        count = int(np.prod(shape, dtype=np.int64))
-        pairs = (count + 1) // 2
-        bits = np.frombuffer(self.rng.randbytes(16 * pairs), dtype="<u8")
-        uniform = ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53  # in (0, 1): log is finite
-        radius = np.sqrt(-2.0 * np.log(uniform[:pairs]))
-        angle = 2.0 * np.pi * uniform[pairs:]
-        return np.concatenate((radius * np.cos(angle), radius * np.sin(angle)))[:count].reshape(shape)
+def mask_probes(data: CaseData) -> list[Probe]:
+    """A masked case's probes: the stored V and the identity V under the case's mask, and the
+    identity V under a mask that keeps everything, which shows what the submission does with no
+    key masked on the very same Q and K (the mask diagnoses compare against it)."""
+    mask = case_mask(data.case)
+    assert mask is not None
+    shape = data.case.shape
+    identity = identity_values(shape.tk, shape.batch)
+    return [
+        Probe(probe_name(data.case.name, "values"), data.case.name, "values", data.Q, data.K, data.V, mask=mask),
+        Probe(probe_name(data.case.name, "identity"), data.case.name, "identity", data.Q, data.K, identity, mask=mask),
+        Probe(probe_name(data.case.name, KEEP_ALL), data.case.name, KEEP_ALL, data.Q, data.K, identity, mask=np.ones_like(mask)),
+    ]
 
 
-def _distinct_sizes(draws: Draws, batch: tuple[int, ...]) -> Shape:
+def _distinct_sizes(rng: np.random.Generator, batch: tuple[int, ...]) -> Shape:
     """T_q, T_k, d_k and d_v all different, and different from the batch sizes, so that any mix-up
     of two axes shows."""
     while True:
-        tq, tk, dv = (draws.integer(*FRESH_SIZES) for _ in range(3))
-        dk = draws.integer(*FRESH_DK)
+        tq, tk, dv = (int(n) for n in rng.integers(*FRESH_SIZES, size=3, endpoint=True))
+        dk = int(rng.integers(*FRESH_DK, endpoint=True))
         sizes = [tq, tk, dk, dv, *batch]
         if len(set(sizes)) == len(sizes):
             return Shape(batch=batch, tq=tq, tk=tk, dk=dk, dv=dv)
 
 
-def fresh_shapes(draws: Draws) -> list[Shape]:
-    """A single sequence, a batch and a multi-head batch."""
-    b = draws.integer(2, 4)
-    h = draws.integer(2, 4)
-    while h == b:
-        h = draws.integer(2, 4)
-    return [_distinct_sizes(draws, ()), _distinct_sizes(draws, (b,)), _distinct_sizes(draws, (b, h))]
+def fresh_shapes(rng: np.random.Generator) -> list[Shape]:
+    """A single sequence, a batch and a multi-head batch (batch and head counts differ)."""
+    b, h = (int(n) for n in rng.choice(np.arange(2, 5), size=2, replace=False))
+    return [_distinct_sizes(rng, ()), _distinct_sizes(rng, (b,)), _distinct_sizes(rng, (b, h))]
 
 
 def fresh_probes(seed: int | None = None, batched: bool = True) -> list[Probe]:
-    draws = Draws(int.from_bytes(os.urandom(16), "little") if seed is None else seed)
+    """The fresh cases' probes; ``seed=None`` (the default) draws them from fresh OS entropy."""
+    rng = np.random.default_rng(seed)
     probes = []
-    for i, shape in enumerate(fresh_shapes(draws), start=1):
+    for i, shape in enumerate(fresh_shapes(rng), start=1):
         if shape.batch and not batched:
             continue
-        Q, K, V = (np.round(draws.normal(dims) * GRID) / GRID for dims in (shape.q(), shape.k(), shape.v()))
+        # Rounded to the grid of the stored inputs (see grader.refdata.GRID).
+        Q, K, V = (np.round(rng.standard_normal(dims) * GRID) / GRID for dims in (shape.q(), shape.k(), shape.v()))
         case = f"{FRESH_PREFIX}{i}"
         probes.append(Probe(probe_name(case, "values"), case, "values", Q, K, V, fresh=True))
         probes.append(Probe(probe_name(case, "identity"), case, "identity", Q, K, identity_values(shape.tk, shape.batch), fresh=True))

@@ -4,24 +4,35 @@
 outputs as ``.npy`` files, plus ``manifest.json`` with the SHA-256 of each file and a digest of the
 cases they were made from. The grader refuses to grade with a file missing, altered, or made for
 other cases: a silently wrong reference would fail correct submissions.
+
+The default references and the default suite ship inside the package as ``grader.reference`` and
+``grader.fixtures`` (see pyproject.toml; the repository's top-level ``reference/`` and
+``fixtures/``), and are found with ``importlib.resources``, installed or editable alike.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import atexit
+import contextlib
+import functools
 import hashlib
 import io
 import json
+from dataclasses import dataclass
+from importlib.resources import as_file, files
 from pathlib import Path
 
 import numpy as np
 
 from grader.attention import exact_attention
 from grader.errors import ReferenceDataError
-from grader.masks import case_mask
 from grader.fsutil import write_atomically
+from grader.masks import case_mask
 from grader.suite import Case, Suite, load_suite
 
+REFERENCE_PACKAGE = "grader.reference"
+SUITE_PACKAGE = "grader.fixtures"
+SUITE_FILE = "suite.yaml"
 MANIFEST = "manifest.json"
 ARRAYS = ("Q", "K", "V", "weights", "output")
 # Inputs are rounded to this grid so that every product and every sum of up to 2**20 products is
@@ -29,21 +40,32 @@ ARRAYS = ("Q", "K", "V", "weights", "output")
 GRID = 256.0
 
 
-def _package_dir(name: str) -> Path:
-    """A data folder of the package: ``grader/NAME`` once installed (see pyproject.toml), the
-    repository's top-level ``NAME`` in a source checkout. (Found by path rather than with
-    importlib.resources, whose import costs a cold start 2 ms; an install is never a zip.)"""
-    here = Path(__file__).resolve().parent
-    installed = here / name
-    return installed if (installed / "__init__.py").is_file() else here.parent / name
+# The grader needs the data as paths for as long as it runs: the sandbox hides them from every
+# worker, and `grade references --regenerate` writes the default folder. as_file gives the folder
+# itself for a package installed as files (the only way it is installed, editable or not); were
+# it ever imported from a zip (folders need Python 3.12 there), the copy as_file extracts is
+# removed when the grader exits.
+_AS_FILES = contextlib.ExitStack()
+atexit.register(_AS_FILES.close)
+
+
+@functools.cache
+def _package_path(package: str, name: str = "") -> Path:
+    """The path of ``name`` in a data package (the package's folder for ``""``). Raises
+    ReferenceDataError when the package is not installed."""
+    try:
+        resource = files(package)
+    except ModuleNotFoundError:
+        raise ReferenceDataError(f"{package}: the grader's data package is not installed; reinstall attention-grader") from None
+    return _AS_FILES.enter_context(as_file(resource / name if name else resource))
 
 
 def default_suite_path() -> Path:
-    return _package_dir("fixtures") / "suite.yaml"
+    return _package_path(SUITE_PACKAGE, SUITE_FILE)
 
 
 def default_reference_dir() -> Path:
-    return _package_dir("reference")
+    return _package_path(REFERENCE_PACKAGE)
 
 
 def load_default_suite() -> Suite:

@@ -9,8 +9,9 @@ submission's ``load-error`` without starting a worker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import ast
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,9 @@ def _parse(text: str) -> ast.Module | None:
 
 
 def _helper_files(module: str, level: int, here: Path, plan: LoadPlan) -> list[Path]:
-    """Files of the candidate that an import statement may load (never anything outside it)."""
+    """Files of the candidate that an import statement may load (never anything outside it).
+    Not importlib.util.find_spec: for a dotted name it imports the parent packages, which would
+    run the candidate's code in the grader."""
     bases = [here] if level else list(plan.sys_path)
     found = []
     parts = module.split(".") if module else []
@@ -73,15 +76,15 @@ def framework_sources(file: Path, first: str, plan: LoadPlan) -> set[Framework]:
     """The frameworks imported by the submission and by its own helper modules (followed through
     the candidate's files only, a bounded number of them)."""
     found: set[Framework] = set()
-    queue: list[tuple[Path, str]] = [(file, first)]
+    queue: deque[tuple[Path, str]] = deque([(file, first)])
     seen = {file.resolve()}
     while queue:
-        path, text = queue.pop(0)
+        path, text = queue.popleft()
         tree = _parse(text)
         if tree is None:
             continue
         found |= frameworks_of(imported_modules(tree))
-        for node in statements(tree):  # imports are statements: ast.walk's order, fewer nodes
+        for node in statements(tree):
             if isinstance(node, ast.ImportFrom):
                 names = [node.module or ""] + [f"{node.module}.{a.name}" if node.module else a.name for a in node.names]
                 targets = [p for n in names for p in _helper_files(n, node.level, path.parent, plan)]

@@ -16,6 +16,7 @@ from typing import Any, Callable, Literal
 
 import yaml
 
+from grader.diagnosis.registry import BY_NAME
 from grader.entry import Entry, parse_entry
 from grader.errors import SuiteError
 
@@ -178,13 +179,23 @@ class Suite:
 # Loading with line numbers
 
 
-class _Doc:
-    """A YAML document turned into plain Python, remembering the line of every key path."""
+# libyaml's loader when PyYAML has it (the same nodes, marks and values), the Python one otherwise.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    def __init__(self, source: str) -> None:
+
+class _Doc:
+    """A YAML document turned into plain Python, remembering the line of every key path.
+
+    The loader composes the nodes and this walks them rather than letting the loader construct
+    the whole document: every key path gets its line for the error messages, and a duplicate key
+    is an error there (PyYAML keeps the last one silently). Scalars are constructed by the
+    loader, which decides int / float / bool / str.
+    """
+
+    def __init__(self, source: str, loader: yaml.constructor.SafeConstructor) -> None:
         self.source = source
         self.lines: dict[tuple[str, ...], int] = {}
-        self.scalars = yaml.SafeLoader("")  # one constructor for every scalar: making one is slow
+        self.loader = loader
 
     def convert(self, node: yaml.Node, path: tuple[str, ...]) -> Any:
         self.lines.setdefault(path, node.start_mark.line + 1)
@@ -199,8 +210,7 @@ class _Doc:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.convert(item, path + (str(i),)) for i, item in enumerate(node.value)]
-        # Scalars: let the safe constructor decide int / float / bool / str.
-        return self.scalars.construct_object(node, deep=True)
+        return self.loader.construct_object(node, deep=True)
 
     def line(self, path: tuple[str, ...]) -> int:
         while path and path not in self.lines:
@@ -267,9 +277,7 @@ def _case(doc: _Doc, name: str, raw: Any) -> Case:
         raise doc.error(path + ("shape", "batch"), "at most 4 batch axes are supported")
     sizes = {k: _int(doc, shape_raw[k], path + ("shape", k), 1) for k in ("tq", "tk", "dk", "dv")}
     shape = Shape(batch=batch, **sizes)
-    total = 1
-    for n in shape.batch + (max(shape.tq, shape.tk), max(shape.tk, shape.dk, shape.dv)):
-        total *= n
+    total = math.prod(shape.batch + (max(shape.tq, shape.tk), max(shape.tk, shape.dk, shape.dv)))
     if total > 4_000_000 or max(sizes.values()) > 4096:
         raise doc.error(path + ("shape",), "case too large (keep each array under 4 million elements, sizes under 4096)")
     magnitude = _number(doc, raw.get("magnitude", 1.0), path + ("magnitude",), 1.0)
@@ -371,23 +379,33 @@ def _check(doc: _Doc, index: int, raw: Any, cases: dict[str, Case], earlier: lis
     )
 
 
+def _invalid_yaml(source: str, exc: yaml.YAMLError) -> SuiteError:
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else 1
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return SuiteError(f"{source}:{line}: invalid YAML: {problem}")
+
+
 def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
     """Parse and validate suite YAML. Raises SuiteError naming the line and key path."""
-    doc = _Doc(source)
     try:
-        # libyaml's composer when pyyaml has it: same nodes and marks, ten times faster (start-up).
-        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        loader = _LOADER(text)  # the pure-Python reader checks the characters here already
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SuiteError(f"{source}:{line}: invalid YAML: {problem}") from None
-    if node is None:
-        raise SuiteError(f"{source}:1: the suite file is empty")
+        raise _invalid_yaml(source, exc) from None
     try:
-        raw = doc.convert(node, ())
-    except yaml.YAMLError as exc:
-        raise SuiteError(f"{source}: invalid YAML: {str(exc).splitlines()[0]}") from None
+        try:
+            node = loader.get_single_node()
+        except yaml.YAMLError as exc:
+            raise _invalid_yaml(source, exc) from None
+        if node is None:
+            raise SuiteError(f"{source}:1: the suite file is empty")
+        doc = _Doc(source, loader)
+        try:
+            raw = doc.convert(node, ())
+        except yaml.YAMLError as exc:
+            raise SuiteError(f"{source}: invalid YAML: {str(exc).splitlines()[0]}") from None
+    finally:
+        loader.dispose()
     if isinstance(raw, dict) and "version" in raw:
         # The version first: a file written for another version is expected to have other keys.
         if _int(doc, raw["version"], ("version",), 1) != 1:
@@ -424,8 +442,6 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
     )
     sev_raw = _mapping(doc, top.get("severity", {}), ("severity",), {k: False for k in top.get("severity", {}) or {}})
     severity: dict[str, str] = {}
-    from grader.diagnosis.registry import BY_NAME  # late: the registry is not needed to read cases
-
     for key, value in sev_raw.items():
         if key not in BY_NAME:
             raise doc.error(("severity", key), f"unknown diagnosis '{key}' (see `grade explain NAME`; known: {', '.join(BY_NAME)})")

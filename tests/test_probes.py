@@ -8,7 +8,9 @@ import pytest
 from grader.api import Prepared
 from grader.checks import run_checks
 from grader.diagnosis.catalogue import REFERENCE, Variant, all_variants
-from grader.probes import Draws, build_probes, fresh_probes
+from grader.errors import SuiteError
+from grader.probes import FRESH_DK, FRESH_SIZES, build_probes, fresh_probes
+from grader.refdata import GRID
 from grader.suite import parse_suite
 from observing import observe
 
@@ -29,16 +31,28 @@ def test_fresh_shapes_keep_every_size_apart() -> None:
     assert [p.Q.ndim for p in fresh_probes(1) if p.kind == "values"] == [2, 3, 4]
 
 
-def test_fresh_values_are_standard_normal_and_follow_the_seed() -> None:
-    values = Draws(7).normal((300, 401))
-    assert values.shape == (300, 401) and np.isfinite(values).all()
-    assert abs(values.mean()) < 0.01 and abs(values.std() - 1) < 0.01
-    assert abs(np.mean(np.abs(values) < 1.959964) - 0.95) < 0.005  # the normal's two-sided 95 %
-    assert np.array_equal(Draws(7).normal((5, 3)), Draws(7).normal((5, 3)))
-    assert not np.array_equal(Draws(7).normal((5, 3)), Draws(8).normal((5, 3)))
-    assert Draws(1).normal((2, 0, 3)).shape == (2, 0, 3)
-    draws = Draws(3)
-    assert {draws.integer(2, 4) for _ in range(200)} == {2, 3, 4}
+def test_fresh_values_follow_the_seed_and_lie_on_the_stored_grid() -> None:
+    def arrays(seed: int) -> list[np.ndarray]:
+        return [a for p in fresh_probes(seed) for a in (p.Q, p.K, p.V)]
+
+    assert all(np.array_equal(x, y) for x, y in zip(arrays(7), arrays(7)))
+    assert not all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(arrays(7), arrays(8)))
+    for seed in range(20):
+        for probe in fresh_probes(seed):
+            for array in (probe.Q, probe.K, probe.V):
+                assert np.isfinite(array).all() and np.array_equal(np.round(array * GRID) / GRID, array)
+    values = np.concatenate([p.Q.ravel() for seed in range(200) for p in fresh_probes(seed) if p.kind == "values"])
+    assert abs(values.mean()) < 0.05 and abs(values.std() - 1) < 0.05  # standard normal, rounded
+
+
+def test_fresh_sizes_cover_their_ranges() -> None:
+    values = [p for seed in range(300) for p in fresh_probes(seed) if p.kind == "values"]
+    batches = {n for p in values for n in p.Q.shape[:-2]}
+    sizes = {n for p in values for n in (p.Q.shape[-2], p.K.shape[-2], p.V.shape[-1])}
+    key_sizes = {p.Q.shape[-1] for p in values}
+    assert batches == {2, 3, 4}
+    assert sizes == set(range(FRESH_SIZES[0], FRESH_SIZES[1] + 1))
+    assert min(key_sizes) == FRESH_DK[0] and max(key_sizes) == FRESH_DK[1]
 
 
 def test_probes_asked_by_several_checks_carry_every_request(prepared: Prepared) -> None:
@@ -96,15 +110,11 @@ BASE = "version: 1\nname: x\ncases:\n  a: {seed: 1, shape: {tq: 2, tk: 3, dk: 4,
     ],
 )
 def test_new_check_kinds_are_validated(tail: str, expected: str) -> None:
-    from grader.errors import SuiteError
-
     with pytest.raises(SuiteError, match=expected):
         parse_suite(BASE + tail, "s.yaml")
 
 
 def test_magnitude_must_be_a_power_of_two() -> None:
-    from grader.errors import SuiteError
-
     text = "version: 1\nname: x\ncases:\n  a: {seed: 1, magnitude: 3, shape: {tq: 2, tk: 3, dk: 4, dv: 5}}\nchecks: [{id: load}]\n"
     with pytest.raises(SuiteError, match="s.yaml:4: cases.a.magnitude: expected a power of two"):
         parse_suite(text, "s.yaml")

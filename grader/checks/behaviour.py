@@ -60,7 +60,7 @@ class DeterminismCheck:
             else:
                 with np.errstate(all="ignore"):
                     x, y = a.astype(np.float64), b.astype(np.float64)
-                    agree = (np.abs(x - y) <= tolerance.atol + tolerance.rtol * np.abs(y)) | (x == y) | (np.isnan(x) & np.isnan(y))
+                    agree = np.isclose(x, y, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
                 differ = int(np.count_nonzero(~agree))
                 same = differ == 0
                 summary = "two calls agree" if same else f"two calls differ in {differ} of {x.size} elements"

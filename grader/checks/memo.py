@@ -16,6 +16,8 @@ T = TypeVar("T")
 
 
 class OwnerMemo(Generic[T]):
+    # Not functools.lru_cache or a WeakKeyDictionary: both hash the owner, and a probe (a frozen
+    # dataclass of arrays) cannot be hashed.
     def __init__(self, limit: int = 20_000) -> None:
         self._store: dict[tuple[Hashable, ...], tuple[object, T]] = {}
         self._limit = limit
