@@ -1,6 +1,6 @@
 """`python -m grader` is the same as the `grade` command."""
 
-from grader.launch import main
+from grader.cli import main
 
 if __name__ == "__main__":
     main()

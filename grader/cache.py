@@ -22,14 +22,13 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from grader import __version__
 from grader.fsutil import write_atomically
-
-if TYPE_CHECKING:  # imported where used: a cold run that finds nothing cached does without them
-    from grader.api import Prepared
-    from grader.report.model import Report
+from grader.prepare import Prepared
+from grader.report.jsonfmt import report_dict, report_from_dict
+from grader.report.model import Report
 
 FORMAT = 1
 
@@ -80,8 +79,6 @@ class ResultCache:
             path = self._path(key)
             if not path.exists():
                 return None
-            from grader.report.jsonfmt import report_from_dict
-
             entry = json.loads(path.read_bytes())
             if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key:
                 return None
@@ -94,8 +91,6 @@ class ResultCache:
     def put(self, key: str, report: Report) -> None:
         if self.problem is not None:
             return
-        from grader.report.jsonfmt import report_dict
-
         data = {"format": FORMAT, "key": key, "report": report_dict(report)}
         path = self._path(key)
         try:

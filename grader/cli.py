@@ -3,21 +3,39 @@ reporters and maps errors to exit codes (see grader.errors.ExitCode)."""
 
 from __future__ import annotations
 
+import json
+import os
+import secrets
 import sys
+from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
 from grader import __version__
-from grader.errors import ExitCode, GraderError, UsageError
-
-if TYPE_CHECKING:
-    from grader.report.model import Report
-    from grader.sandbox.forkserver import ForkServer
-
-# The formats of grader.report.base.FORMATS, repeated here so that `grade --help` imports nothing.
-FORMATS = ("text", "json", "junit", "gradescope", "csv", "markdown", "github")
+from grader.cache import ResultCache
+from grader.diagnosis.registry import RULES, lookup
+from grader.discover import Rule, discover
+from grader.errors import ExitCode, GraderError, SandboxUnavailable, UsageError
+from grader.pipeline import run
+from grader.prepare import Options, prepare
+from grader.refdata import load_default_suite, load_references, reference_dir_for, regenerate
+from grader.report.files import OutputSpec, check_writable, parse_output, render_document, write_report_file
+from grader.report.github import GithubReporter
+from grader.report.markdown import render
+from grader.report.model import Report
+from grader.report.registry import FORMATS, Reporter, RunInfo, make_reporter
+from grader.report.summary import RunSummary
+from grader.report.text import summary_table
+from grader.sandbox.forkserver import ForkServer
+from grader.sandbox import isolation
+from grader.slots import default_jobs
+from grader.starter import write_starter
+from grader.suite import load_suite
 
 
 class DefaultGroup(click.Group):
@@ -115,20 +133,14 @@ def check_command(
         return
     if not paths:
         raise UsageError("no submission given; try: grade path/to/submission.py")
-    from grader.report.files import check_writable, parse_output
-
     specs = [parse_output(text) for text in outputs]
     for spec in specs:
         check_writable(spec.path)  # before grading: a bad output path must not cost a whole batch
-    from grader.sandbox.forkserver import ForkServer
-
-    # Started by grader.launch before click was imported, or now, before the heavy imports below:
-    # either way its own numpy import runs meanwhile.
-    server = _EARLY.pop() if _EARLY else ForkServer.start()
+    options = Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox, framework=framework)
+    # Started before the suite and references load: the server's own start (numpy's import)
+    # runs meanwhile. None where this system cannot have one: workers then start fresh.
+    server = ForkServer.start()
     try:
-        from grader.api import Options
-
-        options = Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox, framework=framework)
         code = _grade(list(paths), specs, server, options, candidate=candidate, pattern=pattern, fmt=fmt, jobs=jobs, quiet=quiet, no_cache=no_cache, cache_dir=cache_dir, suite_path=suite_path)
     finally:
         if server is not None:
@@ -136,66 +148,42 @@ def check_command(
     sys.exit(code)
 
 
-def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, candidate: bool, pattern: str | None, fmt: str, jobs: int | None, quiet: bool, no_cache: bool, cache_dir: Path | None, suite_path: Path | None) -> ExitCode:
-    import os
-
-    from grader.api import prepare
-    from grader.batch import default_jobs, run_batch
-    from grader.discover import Rule, discover
-    from grader.refdata import load_default_suite
-    from grader.report.registry import Reporter, RunInfo, make_reporter
-    from grader.report.files import lay_out_ahead, render_document, write_report_file
-    from grader.suite import load_suite
-
+def _grade(paths: list[Path], specs: list[OutputSpec], server: ForkServer | None, options: Options, *, candidate: bool, pattern: str | None, fmt: str, jobs: int | None, quiet: bool, no_cache: bool, cache_dir: Path | None, suite_path: Path | None) -> ExitCode:
     suite = load_suite(suite_path) if suite_path else load_default_suite()
     submissions = discover(paths, Rule(function=options.function or suite.function, pattern=pattern, entry=suite.entry), candidate=candidate)
     if options.strict_sandbox:
         _require_isolation()
     prepared = prepare(suite, options)
-    if len(submissions) > 1:
-        collect_garbage_again()
-    cache = None
-    if not no_cache:
-        from grader.cache import ResultCache
-
-        cache = ResultCache.for_run(prepared, cache_dir)
+    cache = None if no_cache else ResultCache.for_run(prepared, cache_dir)
     in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
     info = RunInfo(prepared.suite.name, prepared.suite.max_score, quiet=quiet)
-    made: list[Reporter] = []
-
-    def stdout() -> Reporter:
-        """Made on first use: by then its module was imported while the first worker ran."""
-        if not made:
-            made.append(make_reporter(fmt, sys.stdout, info))  # type: ignore[arg-type]
-        return made[0]
+    stdout: Reporter = make_reporter(fmt, sys.stdout, info)  # type: ignore[arg-type]
 
     # Under GitHub Actions, nothing the text report prints may act as a workflow command (a
     # candidate's path or printed text could start a line with "::error"): the runner's
     # stop-commands switch covers it. Other formats leave stdout an exact document.
     resume = _stop_commands() if in_actions and fmt == "text" else None
     bar = None if quiet or os.environ.get("CI") or not sys.stdout.isatty() else _progress(len(submissions))
+    graded: dict[int, Report] = {}  # by the submission's index in the discovered list
     failures = 0
-
-    ahead = {fmt, *(spec.fmt for spec in specs)}  # the formats of the documents written at the end
-
-    def on_result(index: int, report: Report) -> None:
-        nonlocal failures
-        failures += not report.passed
-        if stdout().streaming:
-            stdout().add(report)
-        for name in ahead:
-            lay_out_ahead(name, report)
-        if bar is not None:
-            bar.update(bar.task_ids[0], advance=1, failed=failures)
-
+    interrupted = False
     if bar is not None:
         bar.start()
     try:
-        outcome = run_batch(submissions, prepared, on_result, jobs=jobs or default_jobs(), cache=cache, forkserver=server)
+        with closing(run(submissions, prepared, jobs=jobs or default_jobs(), cache=cache, forkserver=server)) as results:
+            for index, report in results:
+                graded[index] = report
+                failures += not report.passed
+                if stdout.streaming:
+                    stdout.add(report)
+                if bar is not None:
+                    bar.update(bar.task_ids[0], advance=1, failed=failures)
+    except KeyboardInterrupt:  # closing the run stopped its workers; what was graded is kept
+        interrupted = True
     finally:
         if bar is not None:
             bar.stop()
-    reports = outcome.ordered()
+    reports = [graded[i] for i in sorted(graded)]
     documents: dict[str, str] = {}
 
     def document(name: str) -> str:
@@ -204,16 +192,11 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
             documents[name] = render_document(name, reports, info)  # type: ignore[arg-type]
         return documents[name]
 
-    if stdout().streaming:
-        stdout().finish()
+    if stdout.streaming:
+        stdout.finish()
     else:
         sys.stdout.write(document(fmt))
     if fmt != "text" and not quiet and len(reports) > 1 and sys.stderr.isatty():
-        from rich.console import Console
-
-        from grader.report.summary import RunSummary
-        from grader.report.text import summary_table
-
         Console(stderr=True, emoji=False).print(summary_table(RunSummary.of(reports)))
     if resume is not None:
         click.echo(f"::{resume}::")
@@ -223,37 +206,20 @@ def _grade(paths: list[Path], specs: list[Any], server: Any, options: Any, *, ca
         write_report_file(spec.path, document(spec.fmt))
     if cache is not None and cache.problem:
         click.echo(f"grade: warning: {cache.problem}", err=True)
-    if outcome.interrupted:
-        click.echo(f"grade: interrupted: {len(reports)} of {outcome.total} submissions graded; their results are kept", err=True)
+    if interrupted:
+        click.echo(f"grade: interrupted: {len(reports)} of {len(submissions)} submissions graded; their results are kept", err=True)
         return ExitCode.INTERRUPTED
     return ExitCode.OK if all(r.passed for r in reports) else ExitCode.FAILED
 
 
-def collect_garbage_again() -> None:
-    """Turn the cyclic collector back on (grader.launch turned it off for the start-up), with
-    everything allocated so far frozen: modules and classes live to the end, and later
-    collections need not walk them. A single submission ends the run before it matters."""
-    import gc
-
-    gc.freeze()
-    gc.enable()
-
-
 def _stop_commands() -> str:
-    import secrets
-
     token = secrets.token_hex(16)
     click.echo(f"::stop-commands::{token}")
     return token
 
 
-def _github_actions(reports: list[Any], info: Any, fmt: str) -> None:
+def _github_actions(reports: list[Report], info: RunInfo, fmt: str) -> None:
     """Annotations on stdout (unless that is the chosen format) and the job summary."""
-    import os
-
-    from grader.report.github import GithubReporter
-    from grader.report.markdown import render
-
     if fmt != "github":
         # After a document on stdout (json, junit, ...) they go to stderr, which the runner reads too.
         annotations = GithubReporter(sys.stdout if fmt == "text" else sys.stderr, info)
@@ -268,16 +234,16 @@ def _github_actions(reports: list[Any], info: Any, fmt: str) -> None:
             click.echo(f"grade: warning: {summary}: cannot write the job summary: {exc.strerror}", err=True)
 
 
-def _progress(total: int) -> Any:
+class RateColumn(ProgressColumn):
+    """Submissions per second."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:.1f}/s" if speed else "-/s", style="dim")
+
+
+def _progress(total: int) -> Progress:
     """The progress bar: done / total, failures so far, rate and time left (terminals only)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
-    from rich.text import Text
-
-    class RateColumn(ProgressColumn):
-        def render(self, task: Task) -> Text:
-            speed = task.finished_speed or task.speed
-            return Text(f"{speed:.1f}/s" if speed else "-/s", style="dim")
-
     progress = Progress(
         TextColumn("grading"),
         BarColumn(),
@@ -292,40 +258,31 @@ def _progress(total: int) -> Any:
 
 
 def _sandbox_info(fmt: str) -> None:
-    from grader.sandbox.isolation import GUARANTEES, missing_guarantees, probe_layers
-
-    layers = probe_layers()
-    missing = missing_guarantees(layers)
+    layers = isolation.probe_layers()
+    missing = isolation.missing_guarantees(layers)
     if fmt == "json":
-        import json
-
         doc = {
             "layers": [{"name": layer.name, "active": layer.active, "detail": layer.detail} for layer in layers],
-            "isolated": {guarantee: guarantee not in missing for guarantee in GUARANTEES},
+            "isolated": {guarantee: guarantee not in missing for guarantee in isolation.GUARANTEES},
         }
         click.echo(json.dumps(doc, indent=2))
         return
     width = max(len(layer.name) for layer in layers)
     for layer in layers:
         click.echo(f"{'on ' if layer.active else 'off'}  {layer.name:<{width}}  {layer.detail}")
-    for guarantee, layer_name in GUARANTEES.items():
+    for guarantee, layer_name in isolation.GUARANTEES.items():
         click.echo(f"{guarantee} isolation: {'yes' if guarantee not in missing else 'NO'} ({layer_name})")
 
 
 def _require_isolation() -> None:
     """--strict-sandbox: probe before anything runs, and refuse with one line naming what is missing."""
-    from grader.errors import SandboxUnavailable
-    from grader.sandbox.isolation import missing_guarantees, probe_layers, why_missing
-
-    layers = probe_layers()
-    missing = missing_guarantees(layers)
+    layers = isolation.probe_layers()
+    missing = isolation.missing_guarantees(layers)
     if missing:
-        raise SandboxUnavailable(f"--strict-sandbox: no {' or '.join(missing)} isolation here: {why_missing(layers)}; see grade --sandbox-info")
+        raise SandboxUnavailable(f"--strict-sandbox: no {' or '.join(missing)} isolation here: {isolation.why_missing(layers)}; see grade --sandbox-info")
 
 
 def _explain(key: str) -> None:
-    from grader.diagnosis.registry import RULES, lookup
-
     rule = lookup(key)
     if rule is None:
         raise UsageError(f"unknown diagnosis '{key}'; known: {', '.join(r.name for r in RULES)}")
@@ -346,9 +303,6 @@ def explain_command(name: str) -> None:
 @click.option("--out", "out", type=click.Path(path_type=Path), help="With --regenerate: write into this folder instead.")
 def references_command(action: str, suite_path: Path | None, out: Path | None) -> None:
     """Verify or regenerate the stored reference matrices (byte-identical on every run)."""
-    from grader.refdata import load_default_suite, load_references, reference_dir_for, regenerate
-    from grader.suite import load_suite
-
     suite = load_suite(suite_path) if suite_path else load_default_suite()
     if action == "regenerate":
         directory = out or reference_dir_for(suite)
@@ -368,8 +322,6 @@ def suite_group() -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 def suite_new_command(path: Path) -> None:
     """Write a commented starter suite to PATH (never overwrites an existing file)."""
-    from grader.starter import write_starter
-
     write_starter(path)
     click.echo(f"wrote {path}; next: edit it, then `grade references --regenerate --suite {path}`")
 
@@ -378,8 +330,6 @@ def suite_new_command(path: Path) -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 def suite_check_command(path: Path) -> None:
     """Validate a suite file (exit 2 with the line and key of the first mistake)."""
-    from grader.suite import load_suite
-
     suite = load_suite(path)
     off = f"; turned off: {', '.join(suite.disabled)}" if suite.disabled else ""
     click.echo(f"{path}: valid suite '{suite.name}': {len(suite.cases)} cases, {len(suite.checks)} checks, {suite.max_score:g} points{off}")
@@ -390,34 +340,14 @@ def fail(message: str, code: ExitCode) -> NoReturn:
     sys.exit(int(code))
 
 
-# The fork server grader.launch started early, until the grading command takes it.
-_EARLY: list[ForkServer] = []
-
-
-def main(early: ForkServer | None = None) -> None:
-    """Run the command (``early``: a fork server already starting, see grader.launch). Ends with
-    os._exit once stdout and stderr are flushed: every report file is written and closed by then,
-    and the interpreter's own teardown (freeing every module and object one by one, stopping
-    numpy's thread pool) would add about a tenth of a second to each run for nothing."""
-    import os
-
-    if early is not None:
-        _EARLY.append(early)
+def main() -> None:
+    """The console script and `python -m grader`."""
     try:
         cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if not isinstance(exc.code, (int, type(None))):
-            print(exc.code, file=sys.stderr)
-    for server in _EARLY:  # not taken: nothing was graded
-        server.close()
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):  # a closed or broken stdout (grade ... | head): nothing to add
-        pass
-    try:
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-    os._exit(code)
+    finally:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:  # grade ... | head: the reader is gone
+            # Python's own flush at exit would fail again, print a traceback and exit 120: stdout
+            # goes to /dev/null instead (the recipe of the signal module's documentation).
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -18,7 +18,7 @@ import yaml
 
 from conftest import CORPUS, error_names
 from grader.api import Prepared, grade_file, prepare
-from grader.batch import grade_one
+from grader.pipeline import grade_one
 from grader.discover import Rule, find_in_checkout
 from grader.report.model import Report
 from grader.suite import load_suite

@@ -1,11 +1,13 @@
 """How a run is laid out for speed, asserted as behaviour (speed itself is measured by
 benchmarks/throughput.py): workers bounded by --jobs while judging overlaps them, the probes'
-arrays laid out once per run, the judging side imported in the background, and the `grade`
-process started without the modules it does not need yet."""
+arrays laid out once per run, the fork server started only for a run that grades."""
 
 from __future__ import annotations
 
+import ctypes
+import io
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -17,20 +19,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-import grader.batch as batch
+import grader.pipeline as pipeline
 from conftest import EXAMPLES, ROOT
-from grader.api import JUDGEMENT_MODULES, JudgementWarmer, prepare
+from grader.api import Prepared, grade_file, prepare
 from grader.discover import Submission
-from grader.launch import will_grade
+from grader.report.base import RunInfo
+from grader.report.text import text_reporter
+from grader.sandbox.forkserver import SERVER_BOOT, ForkServer
 from grader.sandbox.protocol import decode
 from grader.sandbox import runner
 from grader.sandbox.runner import WorkerLimits, build_request
-
-
-def _run_fresh(code: str) -> None:
-    """Run ``code`` in a new interpreter (what it imports is then its own) and require success."""
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+from grader.slots import Slots
 
 
 def _submission(path: Path) -> Submission:
@@ -44,7 +43,7 @@ def test_no_more_workers_than_jobs_and_judging_overlaps(monkeypatch: pytest.Monk
     most_observing = 0
     overlapped = threading.Event()
     prepared = prepare()
-    real = batch.grade_one(_submission(EXAMPLES / "correct.py"), prepared, None)[0]
+    real = pipeline.grade_one(_submission(EXAMPLES / "correct.py"), prepared, None)[0]
 
     def fake_observe(path: Path, prepared: object, root: object = None, *, slot: Any, **_: object) -> Path:
         nonlocal observing, most_observing
@@ -68,16 +67,15 @@ def test_no_more_workers_than_jobs_and_judging_overlaps(monkeypatch: pytest.Monk
             judging -= 1
         return replace(real, path=str(observed))
 
-    monkeypatch.setattr(batch, "observe", fake_observe)
-    monkeypatch.setattr(batch, "judge", fake_judge)
+    monkeypatch.setattr(pipeline, "observe", fake_observe)
+    monkeypatch.setattr(pipeline, "judge", fake_judge)
     files = []
     for i in range(12):
         files.append(tmp_path / f"s{i}.py")
         files[-1].write_text(f"# {i}\n")
-    seen: list[int] = []
-    outcome = batch.run_batch([_submission(f) for f in files], prepared, lambda index, report: seen.append(index), jobs=2)
-    assert sorted(seen) == list(range(12)) and not outcome.interrupted
-    assert [r.path for r in outcome.ordered()] == [str(f) for f in files]
+    results = dict(pipeline.run([_submission(f) for f in files], prepared, jobs=2))
+    assert sorted(results) == list(range(12))
+    assert [results[i].path for i in range(12)] == [str(f) for f in files]
     assert most_observing == 2
     assert overlapped.is_set()  # judging holds no slot
 
@@ -99,74 +97,21 @@ def test_probe_arrays_are_laid_out_once_and_match_the_probes(tmp_path: Path) -> 
     assert np.array_equal(arrays_c[f"{name}.Q"], prepared.probes[0].Q + 1.0)
 
 
-def test_the_warmer_imports_the_judging_side_only_once_started() -> None:
-    code = (
-        "import sys\n"
-        "from grader.api import JudgementWarmer, JUDGEMENT_MODULES\n"
-        "warmer = JudgementWarmer('grader.report.text')\n"
-        "warmer.wait()  # never started: returns at once, imports nothing\n"
-        "assert not any(m in sys.modules for m in JUDGEMENT_MODULES), 'imported before start'\n"
-        "warmer.start(); warmer.start(); warmer.wait()\n"
-        "missing = [m for m in (*JUDGEMENT_MODULES, 'grader.report.text') if m not in sys.modules]\n"
-        "assert not missing, missing\n"
-    )
-    _run_fresh(code)
-    assert JudgementWarmer().modules == JUDGEMENT_MODULES
-
-
-def test_observing_side_does_not_import_the_judging_side() -> None:
-    """A cold `grade` imports checks, diagnosis and the reporter while its worker runs; that only
-    helps if nothing before the worker starts imports them already."""
-    code = (
-        "import sys\n"
-        "import grader.batch, grader.cache, grader.cli\n"
-        f"early = [m for m in {JUDGEMENT_MODULES!r} + ('rich', 'grader.report.text', 'grader.report.jsonfmt') if m in sys.modules]\n"
-        "assert not early, early\n"
-    )
-    _run_fresh(code)
-
-
-@pytest.mark.parametrize(
-    ("args", "expected"),
-    [
-        (["sub.py"], True),
-        (["-j", "4", "-o", "junit=r.xml", "subs/"], True),
-        (["--candidate", "."], True),
-        ([], False),
-        (["--help"], False),
-        (["sub.py", "-h"], False),
-        (["--version"], False),
-        (["--explain", "scale-by-dk"], False),
-        (["--explain=S201"], False),
-        (["--sandbox-info"], False),
-        (["explain", "S201"], False),
-        (["references", "--verify"], False),
-        (["suite", "check", "s.yaml"], False),
-    ],
-)
-def test_the_fork_server_starts_early_only_for_a_grading_command(args: list[str], expected: bool) -> None:
-    assert will_grade(args) is expected
-
-
 def test_commands_without_grading_leave_no_fork_server_behind(tmp_path: Path) -> None:
-    """Usage errors after the early start (one click refuses before the command runs, one the
-    command finds): the server is killed before the process ends."""
-    before = _fork_servers()
-    result = subprocess.run([sys.executable, "-m", "grader", "--jobs", "0", str(tmp_path / "sub.py")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    """Usage errors (one click refuses before the command runs, one the command finds once its
+    fork server is starting): no server is left when the process ends."""
+    result, left = _grade_and_leftovers(["--jobs", "0", str(tmp_path / "sub.py")])
     assert result.returncode == 2 and "--jobs" in result.stderr
-    assert not _fork_servers() - before
-    result = subprocess.run([sys.executable, "-m", "grader", str(tmp_path / "missing.py")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert not left
+    result, left = _grade_and_leftovers([str(tmp_path / "missing.py")])
     assert result.returncode == 2 and "no such file" in result.stderr
     # At once: a server left running would end by itself too, once it finished starting and
     # saw its grader gone; this asserts that `grade` ended it before exiting.
-    assert not _fork_servers() - before
+    assert not left
 
 
-def _fork_servers(own: bool = False) -> set[int]:
-    """The fork servers of this checkout running on the machine, but for this test process's own
-    (a fixture's) unless ``own``: a server left by a finished `grade` has another parent."""
-    from grader.sandbox.forkserver import SERVER_BOOT
-
+def _fork_servers(parent: int) -> set[int]:
+    """The fork servers of this checkout whose parent is the process ``parent``."""
     found = set()
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
@@ -174,18 +119,43 @@ def _fork_servers(own: bool = False) -> set[int]:
             ppid = int((cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if SERVER_BOOT.encode() in args and str(ROOT).encode() in args and (own or ppid != os.getpid()):
+        if ppid == parent and SERVER_BOOT.encode() in args and str(ROOT).encode() in args:
             found.add(int(cmdline.parent.name))
     return found
 
 
-def test_the_leftover_check_finds_a_running_server() -> None:
-    from grader.sandbox.forkserver import ForkServer
+PR_SET_CHILD_SUBREAPER = 36
 
+
+def _grade_and_leftovers(args: list[str]) -> tuple[subprocess.CompletedProcess[str], set[int]]:
+    """Run `grade` and say which fork servers it left running (they are killed). Only its own
+    count, whatever else runs on the machine: while it runs, this process is the subreaper of
+    its descendants (prctl(2)), so a server orphaned when `grade` exits becomes our child before
+    `grade`'s exit is reported to us."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    ours = _fork_servers(os.getpid())  # a fixture's, say
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        pytest.skip(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno())}")
+    try:
+        result = subprocess.run([sys.executable, "-m", "grader", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        left = _fork_servers(os.getpid()) - ours
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return result, left
+
+
+def test_the_leftover_check_finds_a_running_server(prepared: Prepared) -> None:
     server = ForkServer.start()
     assert server is not None
     with server:
-        assert server.proc.pid in _fork_servers(own=True)
+        # Once it has forked a worker the server runs its own command line (right after the
+        # start, /proc may still show this process's, from before the exec).
+        assert grade_file(EXAMPLES / "correct.py", prepared, forkserver=server).passed
+        assert server.spawned == 1
+        assert server.proc.pid in _fork_servers(os.getpid())
 
 
 def test_request_pipes_are_sized_to_hold_a_request() -> None:
@@ -203,7 +173,7 @@ def test_a_request_larger_than_its_pipe_is_fed_by_a_thread(monkeypatch: pytest.M
     """Where the kernel refuses to grow the pipe, the request still reaches the worker whole."""
     monkeypatch.setattr(runner, "_grow_pipe", lambda fd, size: 0)
     prepared = prepare()
-    report = batch.grade_one(_submission(EXAMPLES / "correct.py"), prepared, None)[0]
+    report = pipeline.grade_one(_submission(EXAMPLES / "correct.py"), prepared, None)[0]
     assert report.passed and report.worker_status == "completed"
 
 
@@ -212,8 +182,6 @@ def test_the_caller_may_work_while_the_fork_server_forks(monkeypatch: pytest.Mon
     importing numpy), and the whole request is in its pipe by then: the worker never waits."""
     import fcntl
     import termios
-
-    from grader.sandbox.forkserver import ForkServer
 
     seen: list[tuple[str, int]] = []
     real_spawn = ForkServer.spawn
@@ -276,7 +244,7 @@ def test_a_worker_that_cannot_start_closes_each_pipe_once(monkeypatch: pytest.Mo
 
 
 def test_slots_go_out_in_submission_order_whatever_order_they_are_asked_in() -> None:
-    slots = batch._Slots(1, threading.Event())
+    slots = Slots(1, threading.Event())
     order: list[int] = []
     tickets = [slots.ticket(n) for n in range(4)]
 
@@ -299,7 +267,7 @@ def test_slots_go_out_in_submission_order_whatever_order_they_are_asked_in() -> 
 
 def test_stopping_wakes_every_submission_waiting_for_a_slot() -> None:
     stopping = threading.Event()
-    slots = batch._Slots(1, stopping)
+    slots = Slots(1, stopping)
     errors: list[BaseException] = []
     slots.ticket(0).__enter__()  # held, never released
 
@@ -319,53 +287,8 @@ def test_stopping_wakes_every_submission_waiting_for_a_slot() -> None:
     assert not waiter.is_alive() and len(errors) == 1 and "stopped" in str(errors[0])
 
 
-def test_the_replay_is_imported_only_when_a_mistake_is_to_be_named() -> None:
-    """Judging a submission that passes every check needs neither the replay nor the texts of
-    mistakes; a cold `grade` of one does without their import."""
-    code = (
-        "import sys\n"
-        "from pathlib import Path\n"
-        "from grader.api import grade_file, prepare, JUDGEMENT_MODULES\n"
-        "import importlib\n"
-        "for name in JUDGEMENT_MODULES: importlib.import_module(name)\n"
-        "lazy = ('grader.diagnosis.replay', 'grader.diagnosis.describe', 'grader.diagnosis.scale_fit')\n"
-        "assert not [m for m in lazy if m in sys.modules], 'imported with the judging side'\n"
-        "report = grade_file(Path('submissions_example/correct.py'), prepare())\n"
-        "assert report.passed and not [m for m in lazy if m in sys.modules], 'imported for a passing submission'\n"
-        "report = grade_file(Path('submissions_example/seed_buggy.py'), prepare())\n"
-        "assert 'scale-by-dk' in [d.name for d in report.diagnoses]\n"
-    )
-    _run_fresh(code)
-
-
-def test_a_terminal_report_of_a_mistake_needs_no_emoji_table_and_no_fractions() -> None:
-    """rich's table of emoji names (a fifth of its import) is loaded only to read ":name:" in
-    markup, which the reports never use; a fitted power is written without the fractions module."""
-    code = (
-        "import io, sys\n"
-        "from pathlib import Path\n"
-        "from grader.api import grade_file, prepare\n"
-        "from grader.report.base import RunInfo\n"
-        "from grader.report.text import text_reporter\n"
-        "report = grade_file(Path('tests/corpus/buggy/scale-other.py'), prepare())\n"
-        "out = io.StringIO()\n"
-        "text_reporter(out, RunInfo('default', 10.0)).add(report)\n"
-        "assert 'd_k^-1/4' in out.getvalue() and 'scale-other' in out.getvalue(), out.getvalue()\n"
-        "assert 'rich._emoji_codes' not in sys.modules and 'fractions' not in sys.modules\n"
-    )
-    _run_fresh(code)
-
-
-def test_the_collector_is_off_for_the_start_and_back_on_for_a_batch() -> None:
-    _run_fresh(
-        "import gc, sys\n"
-        "import grader.cli as cli\n"
-        "seen = []\n"
-        "cli.main = lambda early=None: seen.append(gc.isenabled())\n"
-        "sys.argv = ['grade', '--version']\n"
-        "from grader.launch import main\n"
-        "main()\n"
-        "assert seen == [False], seen\n"
-        "cli.collect_garbage_again()\n"
-        "assert gc.isenabled() and gc.get_freeze_count() > 0\n"
-    )
+def test_a_fitted_power_of_d_k_is_written_as_a_fraction() -> None:
+    report = grade_file(Path("tests/corpus/buggy/scale-other.py"), prepare())
+    out = io.StringIO()
+    text_reporter(out, RunInfo("default", 10.0)).add(report)
+    assert "d_k^-1/4" in out.getvalue() and "scale-other" in out.getvalue(), out.getvalue()

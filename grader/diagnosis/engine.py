@@ -21,31 +21,24 @@ and only to a diagnosis the evidence already produced.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 from grader.checks.base import CheckResult
-from grader.diagnosis import behaviour
-from grader.diagnosis.catalogue import REFERENCE
+from grader.diagnosis import behaviour, describe
+from grader.diagnosis.catalogue import REFERENCE, Variant
 from grader.diagnosis.masks import mask_diagnoses
 from grader.diagnosis.model import Diagnosis
+from grader.diagnosis.replay import Evidence
 from grader.frameworks import is_framework_memory_error
 from grader.observation import Observation, WorkerRun
 from grader.probes import Probe, tolerance_for
 from grader.suite import Suite, Tolerance
-
-if TYPE_CHECKING:
-    from grader.diagnosis.catalogue import Variant
-    from grader.diagnosis.replay import Evidence
-
-# The replay and the descriptions of mistakes are imported where a check failed: a submission
-# that passes every check needs neither, and a cold `grade` of one saves their import.
 
 MEMORY_ERRORS = ("MemoryError", "numpy._core._exceptions._ArrayMemoryError", "numpy.core._exceptions._ArrayMemoryError")
 GROUPS = ("single", "batched", "large", "fresh")
 
 
 def clip(text: str, limit: int = 160) -> str:
-    from grader.diagnosis import describe
 
     return describe.clip(text, limit)
 
@@ -97,8 +90,6 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
     else:
         # Random results match no variant and no reference: only what does not depend on the
         # values (an exception, a wrong type or shape) is worth reporting beside it.
-        from grader.diagnosis import describe
-        from grader.diagnosis.replay import Evidence
 
         ev = Evidence(dict(by_name), observed, {n: tolerance_for(p, suite.tolerance) for n, p in by_name.items()})
         found = [d for judge in (describe.crash, describe.bad_return) if (d := judge(ev, list(observed), failed)) is not None] + [random]
@@ -127,7 +118,6 @@ def name_mistakes(probes: dict[str, Probe], observed: dict[str, Observation], to
     """
     if not observed:
         return []
-    from grader.diagnosis.replay import Evidence
 
     tolerances = {n: tolerance_for(p, tolerance) for n, p in probes.items()}
     ev = Evidence({n: probes[n] for n in observed}, observed, tolerances)
@@ -145,7 +135,6 @@ def group_of(probe: Probe) -> str:
 def _by_group(ev: Evidence, variants: Iterable[Variant], names: list[str], failed: tuple[str, ...]) -> list[Diagnosis]:
     """Group by group; when every group is explained, the last search covered every probe, so the
     result is the variant with the fewest mistakes that reproduces them all."""
-    from grader.diagnosis import describe
 
     groups = {g: [n for n in names if group_of(ev.probes[n]) == g] for g in GROUPS}
     explained: list[str] = []

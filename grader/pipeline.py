@@ -1,0 +1,305 @@
+"""Grading, top to bottom: the way every submission goes, graded alone or in a batch of hundreds.
+
+    paths --discover--> submissions                  grader.discover
+    suite + options --prepare--> Prepared            grader.prepare, once per run
+    run(submissions, prepared), for each submission:
+        cache lookup                                 grader.cache: a hit is the report
+        observe: a worker runs it on the probes      observe(), the only step that runs it
+        judge: the checks, then the diagnosis        judge(), plain functions in this process
+        cache store
+        -> (index, Report) yielded as soon as it is known: the caller hands it to the reporters
+
+``grader.api.grade`` and the ``grade`` command both go through :func:`run`. With one job (or one
+submission to grade) everything happens in the calling thread. With more, a pool of threads
+grades up to ``jobs`` submissions at once (the worker slots of grader.slots): a thread feeds its
+worker, gives its slot up once the worker is done and judges what it saw, so the next worker
+starts while this process judges. Judging holds the interpreter lock and workers are processes
+of their own: together they keep every core busy, where one slot from start to report would
+leave a core idle whenever the threads happen to judge at the same time.
+
+Every submission runs in its own worker process (forked by the fork server when there is one),
+so one that hangs, crashes or eats memory costs only its own result: the worker's deadline and
+limits end it and the others go on. A failure of the grader itself on one submission is that
+submission's report (an error), never the end of the run.
+
+Ctrl-C (KeyboardInterrupt) stops cleanly wherever it lands, in :func:`run` or in the caller
+while it handles a result (the caller then closes the generator): no new submission starts, the
+running workers are killed (by closing the fork server) and their half-done results dropped.
+What was yielded before is the caller's to keep.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import threading
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Generator, NamedTuple
+
+from grader.cache import ResultCache
+from grader.checks import run_checks
+from grader.diagnosis.engine import diagnose
+from grader.diagnosis.locate import attach_locations
+from grader.discover import Submission, TooLarge
+from grader.errors import GraderError
+from grader.frameworks import compile_allowance
+from grader.notebook import remap_run
+from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, WorkerRun
+from grader.prepare import Prepared
+from grader.report.model import Report
+from grader.returns import split_returns
+from grader.sandbox.forkserver import ForkServer
+from grader.sandbox.runner import run_submission
+from grader.slots import Slots, Ticket
+from grader.submission import Submission as Loadable, Unloadable, prepare_submission
+
+# How long importing torch / jax may take before the submission's own clock starts
+# (measured: about 2 s for torch and 1 s for JAX on 2 cores; generous for a loaded CI machine).
+FRAMEWORK_STARTUP_S = 60.0
+# torch and JAX start a thread pool each (JAX about 17 threads, more while compiling); threads
+# count against RLIMIT_NPROC, which as uid 65534 is shared by every worker on the machine.
+FRAMEWORK_PROCESSES = 512
+
+
+class Graded(NamedTuple):
+    """A submission's report, and whether it may be cached: not a failure of the grader itself,
+    and not a timeout, which depends on how loaded the machine was."""
+
+    report: Report
+    cacheable: bool
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the worker did with one submission, before any judgement: the grader's first half."""
+
+    path: Path
+    root: Path | None  # the candidate's folder when the file belongs to a repository checkout
+    submission: Loadable | Unloadable  # as grader.submission prepared it
+    run: WorkerRun
+    extra: dict[str, object]
+
+
+def run(
+    submissions: list[Submission],
+    prepared: Prepared,
+    *,
+    jobs: int = 1,
+    cache: ResultCache | None = None,
+    forkserver: ForkServer | None = None,
+) -> Generator[tuple[int, Report], None, None]:
+    """Grade ``submissions``, yielding (index in ``submissions``, report) for each as soon as it
+    is known: the cached ones first, then the others in the order they finish (submission order
+    with one job). At most ``jobs`` workers run at once."""
+    todo: list[tuple[int, str | None]] = []  # (index, cache key)
+    for index, submission in enumerate(submissions):
+        key = _cache_key(cache, submission)
+        hit = cache.get(key, prepared.suite.name) if cache is not None and key is not None else None
+        if hit is not None:
+            yield index, _labelled(hit, submission, cached=True)
+        else:
+            todo.append((index, key))
+    if jobs <= 1 or len(todo) <= 1:
+        # In this thread: no pool to start for one submission (the cold single-file case), and
+        # Ctrl-C reaches run_submission, whose cleanup kills the worker.
+        for index, key in todo:
+            yield index, _stored(cache, key, submissions[index], grade_one(submissions[index], prepared, forkserver))
+    else:
+        yield from _in_parallel(todo, submissions, prepared, jobs, cache, forkserver)
+
+
+def _cache_key(cache: ResultCache | None, submission: Submission) -> str | None:
+    """None when nothing is looked up or stored: no cache, no file to grade, a file unreadable
+    now or a huge checkout (graded all the same)."""
+    if cache is None or submission.file is None:
+        return None
+    try:
+        return cache.key(submission.content_hash())
+    except (OSError, TooLarge):
+        return None
+
+
+def _stored(cache: ResultCache | None, key: str | None, submission: Submission, graded: Graded) -> Report:
+    if cache is not None and key is not None and graded.cacheable:
+        cache.put(key, graded.report)
+    return _labelled(graded.report, submission)
+
+
+def _in_parallel(
+    todo: list[tuple[int, str | None]],
+    submissions: list[Submission],
+    prepared: Prepared,
+    jobs: int,
+    cache: ResultCache | None,
+    forkserver: ForkServer | None,
+) -> Generator[tuple[int, Report], None, None]:
+    """run() with a pool of threads and ``jobs`` worker slots, granted in submission order."""
+    stopping = threading.Event()
+    slots = Slots(jobs, stopping)
+
+    def work(index: int, ticket: Ticket) -> Graded:
+        try:
+            if stopping.is_set():
+                raise futures.CancelledError
+            observed = observe_one(submissions[index], prepared, forkserver, slot=ticket)
+        finally:
+            ticket.settle()
+        return judge_one(observed, prepared)  # without the slot: the next worker starts meanwhile
+
+    # Twice as many threads as slots: while one thread judges, another holds its slot.
+    pool = futures.ThreadPoolExecutor(max_workers=2 * jobs, thread_name_prefix="grade")
+    pending = {pool.submit(work, index, slots.ticket(number)): (index, key) for number, (index, key) in enumerate(todo)}
+    try:
+        # as_completed waits on every future once (a wait() per result would be quadratic), and
+        # Ctrl-C interrupts its wait.
+        for future in futures.as_completed(list(pending)):
+            index, key = pending.pop(future)
+            yield index, _stored(cache, key, submissions[index], future.result())
+    finally:
+        if pending:  # stopped before the end: Ctrl-C, here or in the caller
+            stopping.set()
+            slots.stop()  # threads waiting for a slot give up
+            for future in pending:
+                future.cancel()
+            if forkserver is not None:
+                forkserver.close()  # kills every running worker's process group
+        pool.shutdown(wait=True, cancel_futures=True)  # results that arrive now are dropped
+
+
+def grade_one(submission: Submission, prepared: Prepared, forkserver: ForkServer | None = None) -> Graded:
+    """One discovered submission, observed and then judged."""
+    return judge_one(observe_one(submission, prepared, forkserver), prepared)
+
+
+def observe_one(
+    submission: Submission,
+    prepared: Prepared,
+    forkserver: ForkServer | None,
+    slot: AbstractContextManager[Any] | None = None,
+) -> Observed | Graded:
+    """What observe() saw of ``submission``, or its finished (uncacheable) report when there is
+    nothing to run or the grader failed on it."""
+    if submission.file is None:
+        return Graded(error_report(Path(submission.label), prepared, submission.error or "nothing to grade"), False)
+    try:
+        return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, slot=slot)
+    except GraderError as exc:
+        return Graded(error_report(submission.file, prepared, str(exc)), False)
+    except Exception as exc:  # a bug of ours on this one submission: report it, grade the rest
+        return Graded(error_report(submission.file, prepared, _internal_error(exc)), False)
+
+
+def observe(
+    path: Path,
+    prepared: Prepared,
+    root: Path | None = None,
+    *,
+    forkserver: ForkServer | None = None,
+    slot: AbstractContextManager[Any] | None = None,
+) -> Observed:
+    """Run one submission file (.py or notebook) in a worker (forked by ``forkserver`` if given)
+    and collect what it did; ``slot`` is held while the worker lives (see run_submission).
+    Nothing here compares anything with the references. Raises SandboxError when no worker can
+    run it (for example --strict-sandbox without isolation)."""
+    submission = prepare_submission(path, prepared.framework, root)
+    extra: dict[str, object] = {}
+    if isinstance(submission, Unloadable):
+        return Observed(path, root, submission, _unloadable_run(submission), extra)
+    limits, sandbox = prepared.limits, prepared.sandbox
+    if submission.framework != "numpy":
+        shapes = {(p.Q.shape, p.K.shape, p.V.shape, None if p.mask is None else p.mask.shape) for p in prepared.probes}
+        limits = replace(limits, startup_s=FRAMEWORK_STARTUP_S, timeout_s=limits.timeout_s + compile_allowance(submission.framework, len(shapes)))
+        sandbox = replace(sandbox, processes=max(sandbox.processes, FRAMEWORK_PROCESSES))
+    run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver, slot=slot)
+    if submission.notebook is not None:
+        run = remap_run(run, submission.notebook, str(path.resolve().relative_to(submission.plan.root)))
+        extra["notebook_code_cells"] = submission.notebook.code_cells
+    extra["framework"] = submission.framework
+    if root is not None:
+        extra["candidate"] = str(root)
+    return Observed(path, root, submission, run, extra)
+
+
+def _unloadable_run(problem: Unloadable) -> WorkerRun:
+    """A submission that could not be prepared is a load error, reported without a worker."""
+    load = LoadInfo(ok=False, reason="load-error", error=ErrorInfo(problem.error_type, problem.message))
+    return WorkerRun("completed", load, {}, CapturedOutput("", 0, 0), 0.0)
+
+
+def judge_one(observed: Observed | Graded, prepared: Prepared) -> Graded:
+    """judge() for what observe_one() gave (a finished report passes through)."""
+    if isinstance(observed, Graded):
+        return observed
+    try:
+        report = judge(observed, prepared)
+    except GraderError as exc:
+        return Graded(error_report(observed.path, prepared, str(exc)), False)
+    except Exception as exc:  # see observe_one
+        return Graded(error_report(observed.path, prepared, _internal_error(exc)), False)
+    return Graded(report, report.worker_status != "timeout")
+
+
+def judge(observed: Observed, prepared: Prepared) -> Report:
+    """Check and diagnose what ``observe`` collected: the grader's second half."""
+    suite, submission, run, extra = prepared.suite, observed.submission, observed.run, dict(observed.extra)
+    if not isinstance(submission, Unloadable):
+        run, order = split_returns(run, prepared.probes)
+        if order is not None:
+            extra["returns"] = "(output, weights)" if order == "output-first" else "(weights, output)"
+    checks = run_checks(suite, prepared.refs, run, prepared.probes)
+    notebook = None if isinstance(submission, Unloadable) else submission.notebook
+    diagnoses = attach_locations(observed.path, diagnose(suite, prepared.probes, run, checks), prepared.function, notebook)
+    passed = all(c.passed for c in checks) and not any(d.severity == "error" for d in diagnoses)
+    return Report(
+        path=str(observed.path),
+        function=prepared.function,
+        suite=suite.name,
+        passed=passed,
+        score=float(sum(c.points for c in checks)),
+        max_score=suite.max_score,
+        checks=tuple(checks),
+        diagnoses=tuple(diagnoses),
+        output=run.output,
+        duration_s=run.duration_s,
+        worker_status=run.status if not isinstance(submission, Unloadable) else "not-run",
+        sandbox=run.sandbox,
+        extra=extra,
+    )
+
+
+def grade_file(path: Path, prepared: Prepared, root: Path | None = None, *, forkserver: ForkServer | None = None) -> Report:
+    """Grade one submission file (.py or notebook): observe it in a worker, then judge. Raises
+    GraderError when the grader cannot (grade_one reports that as the submission's error)."""
+    return judge(observe(path, prepared, root, forkserver=forkserver), prepared)
+
+
+def error_report(path: Path, prepared: Prepared, message: str) -> Report:
+    """The report of a submission the grader could not grade."""
+    return Report(
+        path=str(path), function=prepared.function, suite=prepared.suite.name, passed=False, score=0.0,
+        max_score=prepared.suite.max_score, checks=(), diagnoses=(), output=CapturedOutput("", 0, 0),
+        duration_s=0.0, worker_status="not-run", error=message,
+    )
+
+
+def _internal_error(exc: Exception) -> str:
+    return f"internal error of the grader: {type(exc).__name__}: {exc}"
+
+
+def _labelled(report: Report, submission: Submission, cached: bool = False) -> Report:
+    """The report under the submission's current name (a cached one may come from another path:
+    its locations, which name the file it was graded as, are moved along)."""
+    path = str(submission.file) if submission.file is not None else submission.label
+    extra = {k: v for k, v in report.extra.items() if k not in ("candidate", "cached")}
+    if submission.folder is not None:
+        extra["candidate"] = submission.label
+    if cached:
+        extra["cached"] = True
+    diagnoses = report.diagnoses
+    if path != report.path:
+        diagnoses = tuple(
+            replace(d, location=replace(d.location, file=path)) if d.location is not None and d.location.file == report.path else d
+            for d in diagnoses
+        )
+    return replace(report, path=path, extra=extra, diagnoses=diagnoses)
