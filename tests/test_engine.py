@@ -154,3 +154,41 @@ def test_a_fourth_root_is_scale_other_with_its_formula(prepared: Prepared) -> No
     (d,) = run_engine(prepared, observe(prepared.probes, fourth_root))
     assert d.name == "scale-other"
     assert d.evidence["formula"] == "d_k^-1/4"
+
+
+# -- the softmax and dtype mistakes, with their figures -------------------------------------------
+
+
+def test_zeros_everywhere_stay_a_values_mismatch(prepared: Prepared) -> None:
+    # Weights cut to integers are nearly all 0; a submission that returns only zeros must still
+    # not be taken for one of those variants.
+    assert errors(prepared, lambda Q, K, V: np.zeros((*Q.shape[:-1], V.shape[-1]))) == ["values-mismatch"]
+
+
+def test_a_scale_after_the_softmax_shows_in_the_row_sums(prepared: Prepared) -> None:
+    from grader.attention import softmax
+
+    (d,) = run_engine(prepared, observe(prepared.probes, lambda Q, K, V: softmax(Q @ np.swapaxes(K, -1, -2)) / np.sqrt(Q.shape[-1]) @ V))
+    assert d.name == "scale-after-softmax"
+    assert d.evidence["row_sum_min"] == pytest.approx(d.evidence["factor"]) == pytest.approx(d.evidence["d_k"] ** -0.5)
+
+
+def test_an_unasked_causal_mask_counts_the_zeros_above_the_diagonal(prepared: Prepared) -> None:
+    from grader.attention import softmax
+
+    def causal(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+        s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+        return softmax(np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, -np.inf)) @ V
+
+    (d,) = run_engine(prepared, observe(prepared.probes, causal))
+    assert d.name == "mask-unasked"
+    assert d.evidence["zero_above_diagonal"] == d.evidence["above_diagonal"] > 0
+
+
+@pytest.mark.parametrize(("impl", "want"), [
+    (lambda Q, K, V: np.exp(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) - (Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])).max(axis=-1, keepdims=True)) @ V, "softmax-unnormalised"),
+    (lambda Q, K, V: np.log(REFERENCE.weights(Q, K, V)) @ V, "softmax-log"),
+    (lambda Q, K, V: REFERENCE(Q, K, V).astype(np.int64), "integer-truncation"),
+], ids=["unnormalised", "log", "int-output"])
+def test_the_softmax_and_dtype_mistakes_are_named_alone(prepared: Prepared, impl: Impl, want: str) -> None:
+    assert errors(prepared, impl) == [want]

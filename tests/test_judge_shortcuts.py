@@ -8,6 +8,7 @@ it to the general computation it replaces, on random and hand-made inputs.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 
 import numpy as np
@@ -57,6 +58,11 @@ def test_stack_agrees_with_non_finite_results_takes_the_long_way(loose: bool) ->
         assert Stack(predicted).agrees(actual, False, TOLERANCE, loose).tolist() == agrees_stack(actual, predicted, TOLERANCE, loose).tolist()
 
 
+def _choice(**options: catalogue.Option) -> tuple[catalogue.Option, ...]:
+    """The reference's choice with the options given by axis name replaced."""
+    return tuple(options.get(a.name, a.default) for a in catalogue.AXES)
+
+
 def test_a_split_stack_predicts_the_same_values() -> None:
     """The catalogue's scales and a submission's fitted ones are replayed as two stacks: each
     prediction must come out bit for bit as in one stack of them all."""
@@ -76,7 +82,7 @@ def test_a_split_stack_predicts_the_same_values() -> None:
             shape = (-1,) + (1,) * raw.ndim
             for norm in NORMALISE.options:
                 for shift in SHIFT.options:
-                    if not _meaningful((None, product, norm, shift, None)):  # type: ignore[arg-type]
+                    if not _meaningful(_choice(product=product, softmax=norm, shift=shift)):
                         continue
                     with np.errstate(all="ignore"):
                         try:
@@ -161,11 +167,18 @@ def test_parse_source_shares_one_tree_per_text_and_raises_like_ast_parse() -> No
         parse_source("def (:\n")
 
 
+@functools.cache
+def _every_meaningful() -> list[catalogue.Variant]:
+    """The plain definition of the catalogue: every choice of the whole product that is meaningful
+    (made once: the product has a quarter of a million choices)."""
+    return [catalogue.Variant(c) for c in itertools.product(*(a.options for a in catalogue.AXES)) if catalogue._meaningful(c)]
+
+
 @pytest.mark.parametrize("most", [0, 1, 2, 3, 5])
 def test_the_catalogue_is_every_meaningful_choice_with_few_mistakes_in_product_order(most: int) -> None:
     """build_variants enumerates only the choices it keeps; the plain definition, filtering the
     whole product, gives the same variants in the same order."""
-    every = [catalogue.Variant(c) for c in itertools.product(*(a.options for a in catalogue.AXES)) if catalogue._meaningful(c)]
+    every = _every_meaningful()
     expected = sorted((v for v in every if len(v.deviations) <= most), key=lambda v: len(v.deviations))
     assert [v.choice for v in catalogue.build_variants(max_deviations=most)] == [v.choice for v in expected]
 
@@ -176,7 +189,7 @@ def test_the_catalogue_is_made_a_tier_at_a_time_in_the_order_of_the_full_list(mo
     monkeypatch.setattr(catalogue, "_TIERS", {})
     every = catalogue.build_variants()
     fitted = catalogue.fitted_scale_option("d_k", 1.0, -0.25)
-    extra = [catalogue.with_scale(v, fitted) for v in every if len(v.deviations) <= 2 and v.choice[0] is catalogue.SCALE.default]
+    extra = [catalogue.with_scale(v, fitted) for v in every if len(v.deviations) <= 2 and v.option("scale") is catalogue.SCALE.default]
     first_two = next(v for v in catalogue.all_variants() if len(v.deviations) == 2)
     assert sorted(catalogue._TIERS) == [0, 1, 2] and first_two is catalogue.tier(2)[0]
     assert [v.choice for v in catalogue.all_variants()] == [v.choice for v in every]

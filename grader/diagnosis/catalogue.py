@@ -11,11 +11,15 @@ weights by the engine and added as extra options of the scale axis for that subm
 (:func:`fitted_scale_option`); the replay then has to confirm them on every probe like any other.
 
 To add a mistake: add an Option to an axis (or a new Axis), whose ``diagnosis`` names a Rule.
+An option whose ``combines`` is below :data:`MOST_MISTAKES` appears only in variants with at most
+that many mistakes: each new mistake then adds variants in proportion to the axes it meets, not
+to their products, and the search for what nothing explains stays as quick as before.
 """
 
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
@@ -38,6 +42,7 @@ class Option:
     apply: Any
     describe: str = ""  # what the submission does, as a phrase: "divides the scores by d_k"
     also: tuple[str, ...] = ()  # further Rules the same line breaks (1/Q.shape[1]: no root, wrong axis)
+    combines: int = 3  # the most mistakes a variant holding this option has (see MOST_MISTAKES)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -130,6 +135,10 @@ NORMALISE = Axis(
         Option("the whole array", "softmax-wrong-axis", None, "normalises over the whole array at once"),
         Option("the last two axes", "softmax-wrong-axis", (-2, -1), "normalises over each whole score matrix at once"),
         Option("no softmax", "softmax-missing", "missing", "uses the scaled scores as weights, with no softmax"),
+        # Rarer mistakes: each meets one other mistake at most (combines=2).
+        Option("exp without the sum", "softmax-unnormalised", "unnormalised", "exponentiates the scores but never divides by the row sum", combines=2),
+        Option("log-softmax", "softmax-log", "log", "uses the log-softmax (log-weights, x - logsumexp(x)) as the weights", combines=2),
+        Option("log of the softmax", "softmax-log", "log-of", "uses the log of the softmax as the weights", combines=2),
     ),
 )
 
@@ -153,8 +162,55 @@ OUTPUT = Axis(
     ),
 )
 
-AXES: tuple[Axis, ...] = (SCALE, PRODUCT, NORMALISE, SHIFT, OUTPUT)
+# Where the scale factor is applied: to the scores before the softmax, or to the weights after it.
+PLACE = Axis(
+    "scaled",
+    (
+        Option("the scores", None, "scores"),
+        Option("the weights", "scale-after-softmax", "weights", "applies the scale to the weights after the softmax instead of to the scores before it", combines=2),
+    ),
+)
+
+MASK = Axis(
+    "mask",
+    (
+        Option("no mask", None, "none"),
+        Option("causal", "mask-unasked", "causal", "applies a causal mask (each query sees only keys at or before its position) that no case asked for", combines=2),
+    ),
+)
+
+# Where an integer (floor division, astype(int), an int64 array filled in a loop) cuts off fractions.
+INTEGER = Axis(
+    "integer",
+    (
+        Option("floats", None, "none"),
+        Option("scores // factor", "integer-truncation", "floor-scores", "floors the scaled scores to whole numbers (floor division)", combines=2),
+        Option("int scaled scores", "integer-truncation", "trunc-scores", "truncates the scaled scores to integers", combines=2),
+        Option("int dot products", "integer-truncation", "trunc-raw", "truncates the dot products to integers before scaling them", combines=2),
+        # Weights cut to integers are not here: below 1 they all become 0, and an output of zeros
+        # is no evidence of how it was made (it stays a values mismatch).
+        # Alone only: beside a mistake that shrinks the output (a factor after the softmax, a
+        # softmax over the whole array) it predicts zeros, which any broken code can return.
+        Option("int output", "integer-truncation", "trunc-output", "truncates the output to integers", combines=1),
+    ),
+)
+
+# The order of the axes is the search order within a tier (the product's order: the first axis
+# changes slowest). The axes of the rarer mistakes come first, so a tier tries every variant
+# without them, in the order it had before they existed, and then those with them: a submission
+# with older mistakes costs what it did, and where two variants give the same results the older
+# names win.
+AXES: tuple[Axis, ...] = (PLACE, MASK, INTEGER, SCALE, PRODUCT, NORMALISE, SHIFT, OUTPUT)
 AXIS_NAMES = tuple(a.name for a in AXES)
+POSITION = {name: i for i, name in enumerate(AXIS_NAMES)}
+SCALE_AT = POSITION["scale"]
+# The order mistakes are reported in: the order of the steps of attention.
+READING = tuple(POSITION[name] for name in ("scale", "scaled", "product", "mask", "integer", "softmax", "shift", "output"))
+
+
+def setting(choice: tuple[Option, ...], axis: str) -> Any:
+    """What the option of ``choice`` on ``axis`` applies (its ``apply``)."""
+    return choice[POSITION[axis]].apply
 
 
 def _stacked_axes(axes: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
@@ -173,7 +229,8 @@ def softmax_stack(x: Array, norm: Norm | str, shift: str) -> Array:
     if norm == "missing":
         return x
     ndim = x.ndim - 1
-    axes = _stacked_axes(norm, ndim)  # type: ignore[arg-type]
+    kind = norm if isinstance(norm, str) else "softmax"  # unnormalised, log, log-of: over the keys
+    axes = _stacked_axes((-1,) if isinstance(norm, str) else norm, ndim)
     if shift == "row":
         x = x - np.max(x, axis=axes, keepdims=True)
     elif shift == "global":
@@ -182,8 +239,42 @@ def softmax_stack(x: Array, norm: Norm | str, shift: str) -> Array:
         x = x - np.max(x, axis=_stacked_axes((-2,), ndim), keepdims=True)
     elif shift == "axis0":
         x = x - np.max(x, axis=_stacked_axes((0,), ndim), keepdims=True)
+    if kind == "log":
+        return x - np.log(np.sum(np.exp(x), axis=axes, keepdims=True))
     e = np.exp(x)
-    return e / np.sum(e, axis=axes, keepdims=True)
+    if kind == "unnormalised":
+        return e
+    weights = e / np.sum(e, axis=axes, keepdims=True)
+    return np.log(weights) if kind == "log-of" else weights
+
+
+def causal(shape: tuple[int, ...]) -> Array:
+    """The causal mask of a (T_q, T_k) score matrix, True = keep: query i sees keys 0..i."""
+    return np.tril(np.ones(shape[-2:], dtype=bool))
+
+
+def replay_stack(raw: Array, factors: Array, V: Array | None, choice: tuple[Option, ...]) -> Array:
+    """Every step after the product Q K^T, for each scale factor of ``factors`` (a stack along a new
+    first axis), with the options of ``choice`` (its scale option is not read: ``factors`` are).
+    Returns the weights when ``V`` is None, otherwise what the variant returns."""
+    integer = setting(choice, "integer")
+    after = setting(choice, "scaled") == "weights"
+    f = np.asarray(factors, dtype=np.float64).reshape((-1,) + (1,) * raw.ndim)
+    x = np.trunc(raw) if integer == "trunc-raw" else raw
+    x = x[None] if after else x[None] * f
+    if integer == "floor-scores":
+        x = np.floor(x)
+    elif integer == "trunc-scores":
+        x = np.trunc(x)
+    if setting(choice, "mask") == "causal":
+        x = np.where(causal(x.shape), x, -np.inf)
+    weights = softmax_stack(x, setting(choice, "softmax"), setting(choice, "shift"))
+    if after:
+        weights = weights * f
+    if V is None or setting(choice, "output") == "weights":
+        return weights
+    out = np.matmul(weights, V)
+    return np.trunc(out) if integer == "trunc-output" else out
 
 
 def softmax_variant(x: Array, norm: Norm | str, shift: str) -> Array:
@@ -196,13 +287,15 @@ class Variant:
     """An attention as written with one option on every axis: the reference, or up to three mistakes."""
 
     choice: tuple[Option, ...]  # one option per axis, in AXES order
-    deviations: tuple[Option, ...] = field(init=False, repr=False, compare=False)
+    deviations: tuple[Option, ...] = field(init=False, repr=False, compare=False)  # in READING order
+    scale: Option = field(init=False, repr=False, compare=False)
     others: tuple[Option, ...] = field(init=False, repr=False, compare=False)  # every option but the scale
 
     def __post_init__(self) -> None:
         # Asked for thousands of times per search: computed once.
-        object.__setattr__(self, "deviations", tuple(o for o, axis in zip(self.choice, AXES) if o is not axis.default))
-        object.__setattr__(self, "others", self.choice[1:])
+        object.__setattr__(self, "deviations", tuple(self.choice[i] for i in READING if self.choice[i] is not AXES[i].default))
+        object.__setattr__(self, "scale", self.choice[SCALE_AT])
+        object.__setattr__(self, "others", self.choice[:SCALE_AT] + self.choice[SCALE_AT + 1 :])
 
     @property
     def is_reference(self) -> bool:
@@ -226,20 +319,43 @@ class Variant:
         scale = float(self.option("scale").apply(Q, K, V))
         return np.asarray(self.option("product").apply(Q, K)) * scale
 
+    def _replay(self, Q: Array, K: Array, V: Array | None) -> Array:
+        scale = float(self.option("scale").apply(Q, K, V))
+        raw = np.asarray(self.option("product").apply(Q, K))
+        return replay_stack(raw, np.array([scale]), V, self.choice)[0]
+
     def weights(self, Q: Array, K: Array, V: Array) -> Array:
-        return softmax_variant(self.scores(Q, K, V), self.option("softmax").apply, self.option("shift").apply)
+        """The weight matrix of this variant (what it multiplies V by)."""
+        return self._replay(Q, K, None)
 
     def finish(self, weights: Array, V: Array) -> Array:
-        return np.matmul(weights, V) if self.option("output").apply == "output" else weights
+        if self.option("output").apply == "weights":
+            return weights
+        out = np.matmul(weights, V)
+        return np.trunc(out) if self.option("integer").apply == "trunc-output" else out
 
     def __call__(self, Q: Array, K: Array, V: Array) -> Array:
         """The output of this variant; raises like numpy would where the mistake breaks shapes."""
-        return self.finish(self.weights(Q, K, V), V)
+        return self._replay(Q, K, V)
 
 
 def _meaningful(choice: tuple[Option, ...]) -> bool:
-    """Leave out combinations that are the same computation as a simpler one."""
-    norm, shift = choice[2], choice[3]
+    """Leave out combinations that are the same computation as a simpler one, and those with
+    more mistakes than one of their options combines with."""
+    mistakes = sum(o is not a.default for o, a in zip(choice, AXES))
+    if any(o.combines < mistakes for o in choice):
+        return False
+    norm, shift = choice[POSITION["softmax"]], choice[POSITION["shift"]]
+    scale, after = choice[POSITION["scale"]], setting(choice, "scaled") == "weights"
+    integer, output = setting(choice, "integer"), setting(choice, "output")
+    if after and (scale.diagnosis == "scale-missing" or norm.apply == "missing"):
+        return False  # a factor of 1, or no softmax: after is the same as before
+    if norm.apply == "missing" and setting(choice, "mask") == "causal":
+        return False  # -inf as a weight: nan everywhere
+    if integer == "trunc-output" and output == "weights":
+        return False  # the output is the weights: cut to integers, zeros (see INTEGER)
+    if norm.apply in ("log", "log-of") and shift.apply in ("none", "global"):
+        return False  # -inf where the shifted sum overflows or underflows: as the log of a softmax gives on large scores
     if norm.apply == "missing" and shift is not SHIFT.default:
         return False  # no softmax: there is nothing to shift
     if (norm.apply is None or norm.apply == (-2, -1)) and shift.apply == "global":
@@ -260,7 +376,8 @@ def variants_with(count: int, axes: tuple[Axis, ...] = AXES) -> list[Variant]:
     # over itertools.product would give.
     found: list[tuple[int, tuple[Option, ...]]] = []
     for wrong in itertools.combinations(range(len(axes)), count):
-        ranges = [range(1, len(a.options)) if i in wrong else range(1) for i, a in enumerate(axes)]
+        # Options that combine with fewer mistakes are left out before the product, not after it.
+        ranges = [[k for k in range(1, len(a.options)) if a.options[k].combines >= count] if i in wrong else range(1) for i, a in enumerate(axes)]
         for picks in itertools.product(*ranges):
             choice = tuple(a.options[k] for a, k in zip(axes, picks))
             if _meaningful(choice):
@@ -313,7 +430,7 @@ def all_variants() -> Catalogue:
 
 
 def with_scale(variant: Variant, option: Option) -> Variant:
-    return Variant((option, *variant.choice[1:]))
+    return Variant(variant.choice[:SCALE_AT] + (option,) + variant.choice[SCALE_AT + 1 :])
 
 
 REFERENCE = Variant(tuple(a.default for a in AXES))
@@ -325,12 +442,11 @@ REFERENCE = Variant(tuple(a.default for a in AXES))
 
 def power_text(p: float) -> str:
     """An exponent as a short fraction where it is one: -0.25 -> "-1/4". The nearest fraction
-    with a denominator up to 8 (the smaller denominator of two as near), if within 0.01."""
-    near = [(round(p * q), q) for q in range(1, 9)]
-    error, top, bottom = min((abs(n / q - p), n, q) for n, q in near if math.gcd(n, q) == 1)
-    if error >= 0.01:
+    with a denominator up to 8, if within 0.01."""
+    near = Fraction(p).limit_denominator(8)
+    if abs(float(near) - p) >= 0.01:
         return f"{p:.3g}"
-    return str(top) if bottom == 1 else f"{top}/{bottom}"
+    return str(near)
 
 
 def formula(size: str, c: float, p: float) -> str:

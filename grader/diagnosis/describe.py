@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from grader.compare import compare
-from grader.diagnosis.catalogue import REFERENCE, SCALE, Option, Variant
+from grader.diagnosis.catalogue import REFERENCE, SCALE, Option, Variant, causal
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import Evidence, scale_points
 from grader.diagnosis.scale_fit import fit_linear, fit_scale, row_shape
@@ -42,7 +42,9 @@ def describe(ev: Evidence, variant: Variant, names: list[str], failed: Failed) -
     for option, name in ((o, n) for o in variant.deviations for n in o.names):
         if any(d.name == name for d in out):
             continue  # two options of one mistake (axis -2 and a column maximum): reported once
-        if name.startswith("scale-"):
+        if name == "scale-after-softmax":
+            out.append(after_softmax(ev, option, variant, names, failed))
+        elif name.startswith("scale-"):
             out.append(scale(ev, option, name, variant, names, failed))
         elif name == "batch-transpose":
             out.append(transpose(ev, option, names, failed))
@@ -54,6 +56,14 @@ def describe(ev: Evidence, variant: Variant, names: list[str], failed: Failed) -
             out.append(unstable(ev, option, names, failed))
         elif name == "returns-weights":
             out.append(returns_weights(ev, names, failed))
+        elif name == "softmax-unnormalised":
+            out.append(unnormalised(ev, option, names, failed))
+        elif name == "softmax-log":
+            out.append(log_weights(ev, option, names, failed))
+        elif name == "mask-unasked":
+            out.append(mask_unasked(ev, option, names, failed))
+        elif name == "integer-truncation":
+            out.append(truncation(ev, option, variant, names, failed))
         else:
             out.append(Diagnosis.of(name, f"reproduced by the reference that {option.describe}", {"variant": variant.label()}, failed))
     return out
@@ -95,10 +105,19 @@ def scale(ev: Evidence, option: Option, rule: str, variant: Variant, names: list
         weights = ev.returned(name)
         assert weights is not None
         missing = variant.option("softmax").diagnosis == "softmax-missing"
-        fit = (fit_linear if missing else fit_scale)(probe.Q, probe.K, weights)
+        # A log, a cut to integers or a factor after the softmax leaves no softmax of scaled
+        # scores to fit a scale to: the replay's verdict is the evidence there.
+        unfit = variant.option("softmax").diagnosis == "softmax-log" or variant.option("integer").diagnosis is not None
+        after = variant.option("scaled").diagnosis is not None
+        fit = None if unfit or after else (fit_linear if missing else fit_scale)(probe.Q, probe.K, weights)
         expected = _expected_scale(ev, name)
         d_k, t_q, t_k, d_v = probe.Q.shape[-1], probe.Q.shape[-2], probe.K.shape[-2], probe.V.shape[-1]
         sizes = f"d_k = {d_k}, T_q = {t_q}, T_k = {t_k}, d_v = {d_v}" if rule in ("scale-by-seq-len", "scale-by-dv") else f"d_k = {d_k}"
+        if after and np.all(np.isfinite(weights)):
+            used = float(option.apply(probe.Q, probe.K, probe.V))
+            low, high = _sums(weights, -1)
+            evidence.update(probe=name, d_k=d_k, factor=round(used, 6), expected_scale=round(expected, 6), row_sum_min=round(low, 6), row_sum_max=round(high, 6))
+            message = f"the factor behind the softmax is {option.name} = {used:.4g} where 1/sqrt(d_k) = {expected:.4g} ({sizes}; rows sum to {_span(low, high)}; {name}, {rank_text(ev, name)}); reproduced by the reference that {option.describe}"
         if fit is not None and np.isfinite(fit.scale):
             evidence.update(probe=name, d_k=d_k, fitted_scale=round(fit.scale, 6), expected_scale=round(expected, 6), fit_r2=round(fit.r2, 6))
             message = f"effective scale {fit.scale:.4g} where 1/sqrt(d_k) = {expected:.4g} ({sizes}; {name}, {rank_text(ev, name)}); reproduced by the reference that {option.describe}"
@@ -115,7 +134,7 @@ def scale(ev: Evidence, option: Option, rule: str, variant: Variant, names: list
                     message += " (the same whatever d_k is)"
             if rule == "scale-other":
                 evidence["formula"] = option.name
-        if not missing:
+        if not (missing or unfit or after):
             mine, ref = row_shape(weights), row_shape(REFERENCE.weights(probe.Q, probe.K, probe.V))
             if mine is not None and ref is not None:
                 evidence.update(mean_max_weight=round(mine.max_weight, 4), reference_mean_max_weight=round(ref.max_weight, 4), mean_row_entropy=round(mine.entropy, 4), reference_mean_row_entropy=round(ref.entropy, 4))
@@ -255,6 +274,148 @@ def returns_weights(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis
             evidence["max_abs_diff_from_weights"] = diff
             message += f"; it is the weight matrix (max abs diff from the reference weights {diff:.3g})"
     return Diagnosis.of("returns-weights", message, evidence, failed)
+
+
+def _span(low: float, high: float) -> str:
+    return f"{low:.4g}" if abs(high - low) <= 1e-9 * max(1.0, abs(high)) else f"{low:.4g}..{high:.4g}"
+
+
+def _finite_weights(ev: Evidence, names: list[str]) -> list[str]:
+    """Weights probes with every returned value finite, stored ones first, then larger d_k first."""
+    found = [n for n in _weights_probes(ev, names) if np.all(np.isfinite(ev.returned(n)))]  # type: ignore[arg-type]
+    return sorted(found, key=lambda n: (ev.probes[n].fresh, -ev.probes[n].Q.shape[-1]))
+
+
+def after_softmax(ev: Evidence, option: Option, variant: Variant, names: list[str], failed: Failed) -> Diagnosis:
+    factor_option = variant.option("scale")
+    candidates = _finite_weights(ev, names)
+    evidence: dict[str, Any] = {"reproduced_by": f"the weights multiplied by {factor_option.name} after the softmax"}
+    message = f"reproduced on every probe by the reference that {option.describe} ({factor_option.name})"
+    if candidates:
+        name = candidates[0]
+        probe = ev.probes[name]
+        weights = ev.returned(name)
+        assert weights is not None
+        low, high = _sums(weights, -1)
+        factor = float(factor_option.apply(probe.Q, probe.K, probe.V))
+        evidence.update(probe=name, d_k=probe.Q.shape[-1], factor=round(factor, 6), row_sum_min=round(low, 6), row_sum_max=round(high, 6))
+        message = f"rows of the weights sum to {_span(low, high)} instead of 1: {factor_option.name} = {factor:.4g} at d_k = {probe.Q.shape[-1]} ({name}, {shape_text(ev, name)})"
+        fit = fit_scale(probe.Q, probe.K, weights)
+        if fit is not None and fit.reliable and variant.option("softmax").diagnosis is None:
+            evidence.update(fitted_scale_within_rows=round(fit.scale, 6))
+            message += f"; within each row the weights are a softmax of scores scaled by {fit.scale:.4g}, not 1/sqrt(d_k) = {_expected_scale(ev, name):.4g}"
+        message += f"; reproduced by the reference that {option.describe}"
+    return Diagnosis.of("scale-after-softmax", message, evidence, failed)
+
+
+def unnormalised(ev: Evidence, option: Option, names: list[str], failed: Failed) -> Diagnosis:
+    candidates = _finite_weights(ev, names)
+    evidence: dict[str, Any] = {"reproduced_by": option.name}
+    message = f"reproduced on every probe by the reference that {option.describe}"
+    if candidates:
+        name = max(candidates, key=lambda n: (not ev.probes[n].fresh, max(abs(x - 1.0) for x in _sums(ev.returned(n), -1))))  # type: ignore[arg-type]
+        weights = ev.returned(name)
+        assert weights is not None
+        low, high = _sums(weights, -1)
+        tops = np.max(weights.astype(np.float64), axis=-1)
+        evidence.update(probe=name, row_sum_min=round(low, 6), row_sum_max=round(high, 6), min_weight=round(float(np.min(weights)), 6))
+        message = f"the weights (V = identity, {name}) are all positive but rows sum to {_span(low, high)} instead of 1"
+        if np.allclose(tops, 1.0, rtol=1e-9, atol=0.0):
+            evidence["row_max"] = 1.0
+            message += "; each row's largest weight is exactly 1, exp(0) after the max shift"
+        message += f"; reproduced by the reference that {option.describe}"
+    return Diagnosis.of("softmax-unnormalised", message, evidence, failed)
+
+
+def log_weights(ev: Evidence, option: Option, names: list[str], failed: Failed) -> Diagnosis:
+    candidates = _finite_weights(ev, names)
+    evidence: dict[str, Any] = {"reproduced_by": option.name}
+    message = f"reproduced on every probe by the reference that {option.describe}"
+    if candidates:
+        name = candidates[0]
+        weights = ev.returned(name)
+        assert weights is not None
+        with np.errstate(all="ignore"):
+            low, high = _sums(np.exp(weights.astype(np.float64)), -1)
+        top = float(np.max(weights))
+        evidence.update(probe=name, max_weight=round(top, 6), exp_row_sum_min=round(low, 6), exp_row_sum_max=round(high, 6))
+        message = f"the weights (V = identity, {name}) are at most {top:.3g}, never positive"
+        if max(abs(low - 1.0), abs(high - 1.0)) < 1e-6:
+            message += ", and their exponentials sum to 1 in every row: they are log-probabilities"
+        else:
+            message += f", and their exponentials sum to {_span(low, high)} per row"
+        message += f"; reproduced by the reference that {option.describe}"
+    return Diagnosis.of("softmax-log", message, evidence, failed)
+
+
+def mask_unasked(ev: Evidence, option: Option, names: list[str], failed: Failed) -> Diagnosis:
+    candidates = [n for n in _weights_probes(ev, names) if min(ev.probes[n].Q.shape[-2], ev.probes[n].K.shape[-2]) >= 2]
+    evidence: dict[str, Any] = {"reproduced_by": f"a {option.name} mask"}
+    message = f"reproduced on every probe by the reference that {option.describe}"
+    if candidates:
+        name = sorted(candidates, key=lambda n: (ev.probes[n].fresh, -ev.probes[n].K.shape[-2]))[0]
+        probe = ev.probes[name]
+        weights = ev.returned(name)
+        assert weights is not None
+        above = np.broadcast_to(~causal(weights.shape), weights.shape)
+        w = weights.astype(np.float64)
+        cut = int(np.count_nonzero(((w == 0.0) | np.isneginf(w)) & above))
+        reference = REFERENCE.weights(probe.Q, probe.K, probe.V)
+        share = float(np.mean(np.sum(np.where(above, reference, 0.0), axis=-1)))
+        evidence.update(probe=name, zero_above_diagonal=cut, above_diagonal=int(np.count_nonzero(above)), reference_mean_weight_above_diagonal=round(share, 6))
+        message = (
+            f"{cut} of {int(np.count_nonzero(above))} weights above the diagonal (keys after the query's position) are 0 on {name} ({shape_text(ev, name)}), "
+            f"a case with no mask, where the reference puts {100 * share:.1f} % of each row's weight on them on average; reproduced by the reference that {option.describe}"
+        )
+    return Diagnosis.of("mask-unasked", message, evidence, failed)
+
+
+def _whole(values: np.ndarray) -> np.ndarray:
+    finite = values[np.isfinite(values)]
+    return np.abs(finite - np.round(finite)) <= 1e-9 * np.maximum(1.0, np.abs(finite))
+
+
+def truncation(ev: Evidence, option: Option, variant: Variant, names: list[str], failed: Failed) -> Diagnosis:
+    evidence: dict[str, Any] = {"reproduced_by": option.name}
+    message = f"reproduced on every probe by the reference that {option.describe}"
+    stored = sorted((n for n in names if ev.returned(n) is not None and ev.probes[n].magnitude == 1.0), key=lambda n: ev.probes[n].fresh)
+    dtypes = sorted({str(ev.returned(n).dtype) for n in stored if ev.returned(n).dtype.kind in "iu"})  # type: ignore[union-attr]
+    said = f"; returns {', '.join(dtypes)} arrays" if dtypes else ""
+    if dtypes:
+        evidence["dtype"] = dtypes
+    if option.apply == "trunc-output":
+        # The output shows it best where the reference has the most values away from whole numbers.
+        candidates = sorted(stored, key=lambda n: (ev.probes[n].kind != "values", ev.probes[n].fresh))
+        if candidates:
+            name = candidates[0]
+            probe = ev.probes[name]
+            actual = ev.returned(name).astype(np.float64)  # type: ignore[union-attr]
+            whole = int(np.count_nonzero(_whole(actual)))
+            reference_whole = int(np.count_nonzero(_whole(REFERENCE(probe.Q, probe.K, probe.V))))
+            zeros = int(np.count_nonzero(actual == 0.0))
+            evidence.update(probe=name, whole_numbers=whole, zeros=zeros, values=int(actual.size), reference_whole_numbers=reference_whole)
+            message = f"{whole} of {actual.size} returned values are whole numbers ({zeros} of them 0) on {name} ({shape_text(ev, name)}), where the reference has {reference_whole}{said}; reproduced by the reference that {option.describe}"
+        return Diagnosis.of("integer-truncation", message, evidence, failed)
+    candidates = [n for n in _finite_weights(ev, names) if np.all(ev.returned(n) > 0)]  # type: ignore[operator]
+    if candidates:
+        name = candidates[0]
+        probe = ev.probes[name]
+        weights = ev.returned(name).astype(np.float64)  # type: ignore[union-attr]
+        # Within a row, log-weight differences are differences of the scores entering the
+        # softmax: whole numbers when they were cut, whole multiples of the scale when the dot
+        # products were cut before it.
+        step = float(variant.option("scale").apply(probe.Q, probe.K, probe.V)) if option.apply == "trunc-raw" and variant.option("scaled").diagnosis is None else 1.0
+        logs = np.log(weights)
+        steps = (logs - np.max(logs, axis=-1, keepdims=True)) / step
+        whole = int(np.count_nonzero(_whole(steps)))
+        evidence.update(probe=name, step=round(step, 6), whole_steps=whole, weights=int(weights.size))
+        unit = "whole numbers" if step == 1.0 else f"whole multiples of {step:.4g}, the scale"
+        cut = "whole numbers" if step == 1.0 else "integers before they were scaled"
+        message = (
+            f"within each row the log-weight differences are {unit} ({whole} of {weights.size} weights on {name}, {shape_text(ev, name)}): "
+            f"the scores entering the softmax were cut to {cut}{said}; reproduced by the reference that {option.describe}"
+        )
+    return Diagnosis.of("integer-truncation", message, evidence, failed)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -547,6 +547,39 @@ def find_allocation(source: Source, d: Diagnosis) -> ast.AST | None:
     return None
 
 
+def _calls_named(*names: str) -> Callable[[Source, Diagnosis], ast.AST | None]:
+    def find(source: Source, d: Diagnosis) -> ast.AST | None:
+        return next((n for n in _nodes(source, ast.Call) if _call_name(n) in names), None)
+
+    return find
+
+
+INTEGER_TYPES = ("int", "int8", "int16", "int32", "int64", "uint8", "intc", "int_", "long")
+
+
+def _names_integer(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value in INTEGER_TYPES or node.value.startswith(("i", "<i", "u"))
+    return (_dotted(node).split(".")[-1] if isinstance(node, (ast.Name, ast.Attribute)) else "") in INTEGER_TYPES
+
+
+def find_integer(source: Source, d: Diagnosis) -> ast.AST | None:
+    """A floor division, an astype to an integer type, or an array made with an integer dtype."""
+    for node in _nodes(source, (ast.BinOp, ast.AugAssign, ast.Call)):
+        if isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.FloorDiv):
+            operands = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.target, node.value]
+            if not all(_size(source, o) is not None or _number(o) is not None for o in operands):  # T // 2 is an index
+                return node
+        elif isinstance(node, ast.Call):
+            if _call_name(node) == "astype" and node.args and _names_integer(node.args[0]):
+                return node
+            if _call_name(node) in INTEGER_TYPES[1:] and node.args and isinstance(node.func, ast.Attribute):
+                return node  # np.int64(x)
+            if any(k.arg == "dtype" and _names_integer(k.value) for k in node.keywords):
+                return node
+    return None
+
+
 FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
     "scale-by-dk": _scale_finder(lambda f: f.base in ("d_k", "shape1") and _exponent_near(f.power, -1.0)),
     "scale-multiplied": _scale_finder(lambda f: f.base == "d_k" and f.power > 0),
@@ -566,4 +599,9 @@ FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
     "timeout": find_timeout,
     "bad-return": find_bad_return,
     "memory-limit": find_allocation,
+    "scale-after-softmax": _scale_finder(lambda f: f.base == "d_k"),
+    "softmax-unnormalised": _calls_named("exp"),
+    "softmax-log": _calls_named("log", "log_softmax", "logsumexp"),
+    "mask-unasked": _calls_named("tril", "triu", "masked_fill"),
+    "integer-truncation": find_integer,
 }

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Sequence, Union
 import numpy as np
 
 from grader.checks.memo import OwnerMemo
-from grader.diagnosis.catalogue import SCALE, SIZES, Catalogue, Option, Variant, all_variants, fitted_scale_option, fitted_scale_table, softmax_stack, tier, with_scale
+from grader.diagnosis.catalogue import AXIS_NAMES, SCALE, SIZES, Catalogue, Option, Variant, all_variants, fitted_scale_option, fitted_scale_table, replay_stack, setting, tier, with_scale
 from grader.diagnosis.scale_fit import fit_linear, fit_power, fit_scale
 from grader.observation import Observation
 from grader.probes import Probe
@@ -28,6 +28,7 @@ from grader.suite import Tolerance
 
 Prediction = Union[np.ndarray, BaseException]
 
+POSITION_PRODUCT = AXIS_NAMES.index("product")
 OVERFLOW_ERRORS = ("OverflowError", "FloatingPointError", "ZeroDivisionError")
 
 FIT_R2 = 0.9999  # a fit this good means "one scale explains these weights"
@@ -102,11 +103,10 @@ class Evidence:
     scale_options: list[Option] = field(default_factory=lambda: list(SCALE.options))
     _cache: dict[tuple[object, ...], Any] = field(default_factory=dict)
     _keep: list[Variant] = field(default_factory=list)  # fitted variants, alive for the search
-    _fitted: bool = False  # scale_options holds scales fitted to this submission
     # Per probe and choice of the other axes: the verdict of every scale option, as a list
     # (indexed thousands of times per search: a list is quicker to index than an array).
-    _verdict_lists: dict[tuple[str, tuple[Option, ...]], list[bool]] = field(default_factory=dict)
-    _scale_index: dict[int, int] = field(default_factory=dict)  # id(scale option) -> its index
+    _verdict_lists: dict[tuple[str, tuple[Option, ...], int], list[bool]] = field(default_factory=dict)
+    _scale_index: dict[int, tuple[int, int]] = field(default_factory=dict)  # id(scale option) -> its stack and index there
 
     # -- predictions ---------------------------------------------------------------------------
 
@@ -144,32 +144,39 @@ class Evidence:
     # -- comparing -----------------------------------------------------------------------------
 
     def matches(self, variant: Variant, name: str) -> bool:
-        return self._verdict_list(variant, name)[self._index_of(variant.choice[0])]
+        part, index = self._slot(variant.scale)
+        return self._verdict_list(variant, name, part)[index]
 
-    def _verdict_list(self, variant: Variant, name: str) -> list[bool]:
-        key = (name, variant.others)
+    def _verdict_list(self, variant: Variant, name: str, part: int) -> list[bool]:
+        key = (name, variant.others, part)
         verdicts = self._verdict_lists.get(key)
         if verdicts is None:
-            _, product, norm, shift, output = variant.choice
             with np.errstate(all="ignore"):
-                verdicts = self._verdict_lists[key] = self._verdicts(name, product, norm, shift, output).tolist()
+                verdicts = self._verdict_lists[key] = self._verdicts(name, variant, part).tolist()
         return verdicts
 
-    def _index_of(self, scale: Option) -> int:
-        index = self._scale_index.get(id(scale))
-        if index is None:
-            index = self._scale_index[id(scale)] = next(i for i, o in enumerate(self.scale_options) if o is scale)
-        return index
+    def _slot(self, scale: Option) -> tuple[int, int]:
+        """Which stack holds a scale option's predictions (0: the catalogue's scales, 1: those
+        fitted to this submission) and its index there."""
+        slot = self._scale_index.get(id(scale))
+        if slot is None:
+            index = next(i for i, o in enumerate(self.scale_options) if o is scale)
+            fixed = len(SCALE.options)
+            slot = self._scale_index[id(scale)] = (0, index) if index < fixed else (1, index - fixed)
+        return slot
 
-    def _verdicts(self, name: str, product: Option, norm: Option, shift: Option, output: Option) -> np.ndarray:
-        """For every scale option: does the variant with these other options reproduce the probe?"""
-        count = len(self.scale_options)
+    def _verdicts(self, name: str, variant: Variant, part: int) -> np.ndarray:
+        """For every scale option of one stack (``part``): does the variant with the other
+        options of ``variant`` reproduce the probe?"""
+        choice = variant.choice
+        fixed = len(SCALE.options)
+        count = fixed if part == 0 else len(self.scale_options) - fixed
         p = self.probes[name]
         obs = self.observed[name]
-        raw = self._raw(name, product)
+        raw = self._raw(name, choice[POSITION_PRODUCT])
         if isinstance(raw.scores, BaseException):
             return np.full(count, obs.status == "raised")
-        shape = raw.shapes[output.apply]
+        shape = raw.shapes[setting(choice, "output")]
         large = p.magnitude > 1.0
         overflow = obs.status == "raised" and large and obs.error is not None and obs.error.type in OVERFLOW_ERRORS
         if shape is None:  # the product with V raises
@@ -177,34 +184,35 @@ class Evidence:
         actual = self._as_float(name)
         if not overflow and (actual is None or actual.shape != shape):
             return np.full(count, False)  # it raised (or returned no array) where the variant returns
-        stacks = self._predicted(name, raw.scores, product, norm, shift, output)
+        stack = self._predicted(name, raw.scores, variant, part)
         if overflow:
             # math.exp raises where np.exp gives inf: the same overflow, in pure Python.
-            return _joined([~stack.all_finite for stack in stacks])
+            return ~stack.all_finite
         assert actual is not None
-        finite = self._finite(name, actual)
-        return _joined([stack.agrees(actual, finite, self.tolerances[name], loose=large) for stack in stacks])
+        return stack.agrees(actual, self._finite(name, actual), self.tolerances[name], loose=large)
 
-    def _predicted(self, name: str, raw: np.ndarray, product: Option, norm: Option, shift: Option, output: Option) -> list[Stack]:
-        """The variants' outputs for every scale option: the catalogue's own scales in one stack
-        (shared by the run), and the scales fitted to this submission, if any, in a second one.
-        Each prediction of a stack is computed on its own, whatever else the stack holds."""
+    def _predicted(self, name: str, raw: np.ndarray, variant: Variant, part: int) -> Stack:
+        """The variants' outputs for every scale option of one stack: the catalogue's own scales
+        (shared by the run), or the scales fitted to this submission (made only when a fitted
+        variant asks: most choices of the other axes never are). Each prediction of a stack is
+        computed on its own, whatever else the stack holds."""
         p = self.probes[name]
-        fixed = _STACKS.get(p, (product, norm, shift, output), lambda: _stack(p, raw, norm, shift, output, SCALE.options))
-        if not self._fitted:
-            return [fixed]
-        return [fixed, _stack(p, raw, norm, shift, output, self.scale_options[len(SCALE.options):])]
+        choice = variant.choice
+        if part == 0:
+            return _STACKS.get(p, variant.others, lambda: _stack(p, raw, choice, SCALE.options))
+        return _stack(p, raw, choice, self.scale_options[len(SCALE.options):])
 
     def search(self, variants: Iterable[Variant], names: list[str], known: list[str] = ()) -> Variant | None:  # type: ignore[assignment]
         """The first (fewest mistakes) variant that reproduces every named probe. ``known``:
         probes already compared (cached), checked first as they reject most cheaply."""
         ordered = list(known) + sorted((n for n in names if n not in known), key=lambda n: discrimination(self.probes[n]))
         # matches(), unrolled: this loop runs thousands of times per submission.
-        lists, index_of, verdict_list = self._verdict_lists, self._index_of, self._verdict_list
+        lists, slot_of, verdict_list = self._verdict_lists, self._slot, self._verdict_list
         for variant in variants:
-            index = index_of(variant.choice[0])
+            part, index = slot_of(variant.scale)
+            others = variant.others
             for n in ordered:
-                verdicts = lists.get((n, variant.others)) or verdict_list(variant, n)
+                verdicts = lists.get((n, others, part)) or verdict_list(variant, n, part)
                 if not verdicts[index]:
                     break
             else:
@@ -217,24 +225,19 @@ class Evidence:
         if not extra:
             return all_variants()
         self.scale_options = list(SCALE.options) + extra
-        self._fitted = True
         self._cache.clear()
         self._verdict_lists.clear()
         self._scale_index.clear()
-        base = [v for count in range(3) for v in tier(count) if v.option("scale") is SCALE.default]
+        # A fitted scale is one more mistake: each option must combine with as many as the result has.
+        base = [v for count in range(3) for v in tier(count) if v.scale is SCALE.default and all(o.combines > count for o in v.deviations)]
         fitted = [with_scale(v, option) for option in extra for v in base]
         self._keep.extend(fitted)
         return Catalogue(fitted)
 
 
-def _stack(p: Probe, raw: np.ndarray, norm: Option, shift: Option, output: Option, scales: Sequence[Option]) -> Stack:
-    factors = np.array([float(o.apply(p.Q, p.K, p.V)) for o in scales]).reshape((len(scales),) + (1,) * raw.ndim)
-    weights = softmax_stack(raw[None] * factors, norm.apply, shift.apply)
-    return Stack(weights if output.apply == "weights" else np.matmul(weights, p.V))
-
-
-def _joined(verdicts: list[np.ndarray]) -> np.ndarray:
-    return verdicts[0] if len(verdicts) == 1 else np.concatenate(verdicts)
+def _stack(p: Probe, raw: np.ndarray, choice: tuple[Option, ...], scales: Sequence[Option]) -> Stack:
+    factors = np.array([float(o.apply(p.Q, p.K, p.V)) for o in scales])
+    return Stack(replay_stack(raw, factors, p.V, choice))
 
 
 def _attempt(function: Callable[..., np.ndarray], *args: object) -> Prediction:
