@@ -196,8 +196,14 @@ class _Doc:
         self.source = source
         self.lines: dict[tuple[str, ...], int] = {}
         self.loader = loader
+        self.seen: set[int] = set()
 
     def convert(self, node: yaml.Node, path: tuple[str, ...]) -> Any:
+        # An alias is the only way one node appears twice. Refused: a few nested aliases expand
+        # to billions of values (a 654-byte file once took gigabytes), and a suite needs none.
+        if id(node) in self.seen:
+            raise self.error(path, f"YAML aliases are not allowed (this repeats the anchored value of line {node.start_mark.line + 1}; write it out)")
+        self.seen.add(id(node))
         self.lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}

@@ -59,3 +59,21 @@ def test_fingerprint_changes_with_what_changes_a_verdict() -> None:
     b = parse_suite(GOOD.replace("rtol: 1.0e-4", "rtol: 1.0e-3"), "b.yaml")
     assert a.digest() == b.digest()  # same cases: same references
     assert a.fingerprint() != b.fingerprint()  # other tolerance: other verdicts
+
+
+ALIAS_BOMB = "version: 1\nname: bomb\na: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcdefgh", "bcdefghi")
+)
+
+
+def test_yaml_aliases_are_refused_before_they_expand() -> None:
+    """Nine levels of nine aliases would expand to 9^9 values: refused at the first alias, with
+    its line, in about the time a small file takes."""
+    with pytest.raises(SuiteError) as info:
+        parse_suite(ALIAS_BOMB, "bomb.yaml")
+    assert str(info.value).startswith("bomb.yaml:4: b.0: YAML aliases are not allowed")
+
+
+def test_an_anchor_without_an_alias_is_harmless() -> None:
+    text = (ROOT / "fixtures" / "suite.yaml").read_text().replace("name:", "name: &n", 1)
+    assert parse_suite(text, "anchored.yaml", base=ROOT / "fixtures").name
