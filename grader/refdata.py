@@ -6,8 +6,8 @@ cases they were made from. The grader refuses to grade with a file missing, alte
 other cases: a silently wrong reference would fail correct submissions.
 
 The default references and the default suite ship inside the package as ``grader.reference`` and
-``grader.fixtures`` (see pyproject.toml; the repository's top-level ``reference/`` and
-``fixtures/``), and are found with ``importlib.resources``, installed or editable alike.
+``grader.fixtures`` (the folders ``grader/reference`` and ``grader/fixtures``), and are found with
+``importlib.resources``: from a checkout, an editable install or a plain one alike.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The suite: which cases exist, which checks run on them, tolerances, points and limits.
 
-A suite is a YAML file (the default one is ``fixtures/suite.yaml``). It is validated completely
+A suite is a YAML file (the default one is ``grader/fixtures/suite.yaml``). It is validated completely
 before any grading starts, and every error names the file, the line and the key path, because a
 task author editing YAML needs to know exactly where the mistake is.
 """

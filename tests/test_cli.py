@@ -102,8 +102,8 @@ def test_references_verify() -> None:
 
 def _suite_with_refs(tmp_path: Path) -> Path:
     refs = tmp_path / "refs"
-    shutil.copytree(ROOT / "reference", refs, ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
-    text = (ROOT / "fixtures" / "suite.yaml").read_text()
+    shutil.copytree(ROOT / "grader" / "reference", refs, ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+    text = (ROOT / "grader" / "fixtures" / "suite.yaml").read_text()
     suite = tmp_path / "suite.yaml"
     suite.write_text(text + "\nreferences: refs\n")
     return suite

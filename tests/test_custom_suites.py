@@ -114,7 +114,7 @@ def test_masked_references_are_exact_and_agree_with_the_vectorised_ones() -> Non
 
 
 def test_exact_attention_with_an_all_true_mask_is_bytewise_the_unmasked_one() -> None:
-    data = load_suite(ROOT / "fixtures" / "suite.yaml").cases["head64"]
+    data = load_suite(ROOT / "grader" / "fixtures" / "suite.yaml").cases["head64"]
     Q, K, V = make_inputs(data)
     plain = exact_attention(Q, K, V)
     keep = exact_attention(Q, K, V, np.ones((Q.shape[0], K.shape[0]), dtype=bool))

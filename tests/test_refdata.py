@@ -17,7 +17,7 @@ def test_regeneration_is_byte_identical_to_the_stored_files(tmp_path: Path) -> N
     suite = load_default_suite()
     regenerate(suite, tmp_path / "a")
     regenerate(suite, tmp_path / "b")
-    stored = {p.name: p.read_bytes() for p in (ROOT / "reference").iterdir() if p.suffix in (".npy", ".json")}
+    stored = {p.name: p.read_bytes() for p in (ROOT / "grader" / "reference").iterdir() if p.suffix in (".npy", ".json")}
     for name, data in stored.items():
         assert (tmp_path / "a" / name).read_bytes() == data, name
         assert (tmp_path / "b" / name).read_bytes() == data, name

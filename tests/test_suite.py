@@ -10,11 +10,11 @@ from conftest import ROOT
 from grader.errors import SuiteError
 from grader.suite import load_suite, parse_suite
 
-GOOD = (ROOT / "fixtures" / "suite.yaml").read_text()
+GOOD = (ROOT / "grader" / "fixtures" / "suite.yaml").read_text()
 
 
 def test_default_suite_is_valid() -> None:
-    suite = load_suite(ROOT / "fixtures" / "suite.yaml")
+    suite = load_suite(ROOT / "grader" / "fixtures" / "suite.yaml")
     assert suite.function == "attention"
     assert [c.id for c in suite.checks][:3] == ["load", "shape", "weights"]
     shape = suite.cases["single"].shape
@@ -75,5 +75,5 @@ def test_yaml_aliases_are_refused_before_they_expand() -> None:
 
 
 def test_an_anchor_without_an_alias_is_harmless() -> None:
-    text = (ROOT / "fixtures" / "suite.yaml").read_text().replace("name:", "name: &n", 1)
-    assert parse_suite(text, "anchored.yaml", base=ROOT / "fixtures").name
+    text = (ROOT / "grader" / "fixtures" / "suite.yaml").read_text().replace("name:", "name: &n", 1)
+    assert parse_suite(text, "anchored.yaml", base=ROOT / "grader" / "fixtures").name

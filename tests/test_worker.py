@@ -87,7 +87,7 @@ def test_the_grader_data_is_hidden(prepared: Prepared) -> None:
     hidden = hidden_paths(prepared.sandbox.hidden)
     assert str((ROOT / "grader").resolve()) in hidden
     assert str(prepared.refs.directory.resolve()) in hidden
-    assert str((ROOT / "fixtures").resolve()) in hidden
+    assert str((ROOT / "grader" / "fixtures").resolve()) in hidden
 
 
 def test_the_worker_never_imports_the_reference_implementation() -> None:
