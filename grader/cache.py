@@ -8,7 +8,10 @@ everything the verdict depends on:
 * the suite (``Suite.fingerprint()``: cases, checks, tolerances, severities), the function name
   and the limits;
 * the grader itself: its version and a digest of its own source files, so that a changed grader
-  never serves verdicts of the old one.
+  never serves verdicts of the old one;
+* the environment the worker runs in: the Python version and the installed versions of numpy
+  and of each framework the worker may import (``environment``), so that an upgrade, or a fixed
+  installation, never replays verdicts observed under the old one.
 
 Entries live in ``$XDG_CACHE_HOME/attention-grader`` (``~/.cache/attention-grader`` by default),
 or in ``--cache-dir`` / ``$GRADER_CACHE_DIR``; never inside the folder being graded, where a
@@ -19,8 +22,10 @@ another key or does not validate as a report is ignored (and replaced), never tr
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
+import platform
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +53,29 @@ def grader_digest() -> str:
     return digest.hexdigest()
 
 
+# The distributions the worker imports besides the standard library: numpy always, torch or JAX
+# (with its jaxlib) for a framework submission.
+WORKER_DISTRIBUTIONS = ("numpy", "torch", "jax", "jaxlib")
+
+
+def environment() -> dict[str, str | None]:
+    """The Python the worker runs on and the versions of what it imports (None: not installed)."""
+    found: dict[str, str | None] = {"python": f"{platform.python_implementation()} {platform.python_version()}"}
+    for name in WORKER_DISTRIBUTIONS:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
 class ResultCache:
     """Reads and writes entries; a problem with the cache folder only turns the cache off."""
 
     def __init__(self, directory: Path, context: dict[str, Any]) -> None:
         self.directory = directory
-        self.context = hashlib.sha256(json.dumps({**context, "grader": grader_digest()}, sort_keys=True).encode()).hexdigest()
+        keyed = {**context, "grader": grader_digest(), "environment": environment()}
+        self.context = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
         self.problem: str | None = None  # set when the cache could not be written
         self.hits = 0
 

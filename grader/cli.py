@@ -20,14 +20,15 @@ from grader import __version__
 from grader.cache import ResultCache
 from grader.diagnosis.registry import RULES, lookup
 from grader.discover import Rule, discover
-from grader.errors import ExitCode, GraderError, SandboxUnavailable, UsageError
-from grader.pipeline import run
+from grader.errors import ExitCode, GraderEnvironmentError, GraderError, SandboxUnavailable, UsageError
+from grader.pipeline import is_environment_error, run
 from grader.prepare import Options, prepare
 from grader.refdata import load_default_suite, load_references, reference_dir_for, regenerate
 from grader.report.files import OutputSpec, check_writable, parse_output, render_document, write_report_file
 from grader.report.github import GithubReporter
 from grader.report.markdown import render
 from grader.report.model import Report
+from grader.report import untrusted
 from grader.report.registry import FORMATS, Reporter, RunInfo, make_reporter
 from grader.report.summary import RunSummary
 from grader.report.text import summary_table
@@ -121,7 +122,8 @@ def check_command(
 
     \b
     Exit codes: 0 every submission passed, 1 a submission failed (or could not be graded),
-    2 usage error (bad path, option, suite, references, output file), 3 internal error,
+    2 usage error (bad path, option, suite, references, output file) or a submission not graded
+    because the worker cannot import what the grader's Python can, 3 internal error,
     130 interrupted (what was graded is kept and written).
     Also: `grade explain NAME`, `grade references --verify | --regenerate`, `grade suite new PATH`.
     """
@@ -137,18 +139,21 @@ def check_command(
     for spec in specs:
         check_writable(spec.path)  # before grading: a bad output path must not cost a whole batch
     options = Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox, framework=framework)
+    _tolerant_output()
+    commands = _StoppedCommands.begin(fmt)  # before anything reads a candidate's files
     # Started before the suite and references load: the server's own start (numpy's import)
     # runs meanwhile. None where this system cannot have one: workers then start fresh.
     server = ForkServer.start()
     try:
-        code = _grade(list(paths), specs, server, options, candidate=candidate, pattern=pattern, fmt=fmt, jobs=jobs, quiet=quiet, no_cache=no_cache, cache_dir=cache_dir, suite_path=suite_path)
+        code = _grade(list(paths), specs, server, options, candidate=candidate, pattern=pattern, fmt=fmt, jobs=jobs, quiet=quiet, no_cache=no_cache, cache_dir=cache_dir, suite_path=suite_path, commands=commands)
     finally:
+        commands.resume()  # also when grading failed: the runner must not stay deaf to the next steps
         if server is not None:
             server.close()
     sys.exit(code)
 
 
-def _grade(paths: list[Path], specs: list[OutputSpec], server: ForkServer | None, options: Options, *, candidate: bool, pattern: str | None, fmt: str, jobs: int | None, quiet: bool, no_cache: bool, cache_dir: Path | None, suite_path: Path | None) -> ExitCode:
+def _grade(paths: list[Path], specs: list[OutputSpec], server: ForkServer | None, options: Options, *, candidate: bool, pattern: str | None, fmt: str, jobs: int | None, quiet: bool, no_cache: bool, cache_dir: Path | None, suite_path: Path | None, commands: _StoppedCommands) -> ExitCode:
     suite = load_suite(suite_path) if suite_path else load_default_suite()
     submissions = discover(paths, Rule(function=options.function or suite.function, pattern=pattern, entry=suite.entry), candidate=candidate)
     if options.strict_sandbox:
@@ -159,10 +164,6 @@ def _grade(paths: list[Path], specs: list[OutputSpec], server: ForkServer | None
     info = RunInfo(prepared.suite.name, prepared.suite.max_score, quiet=quiet)
     stdout: Reporter = make_reporter(fmt, sys.stdout, info)  # type: ignore[arg-type]
 
-    # Under GitHub Actions, nothing the text report prints may act as a workflow command (a
-    # candidate's path or printed text could start a line with "::error"): the runner's
-    # stop-commands switch covers it. Other formats leave stdout an exact document.
-    resume = _stop_commands() if in_actions and fmt == "text" else None
     bar = None if quiet or os.environ.get("CI") or not sys.stdout.isatty() else _progress(len(submissions))
     graded: dict[int, Report] = {}  # by the submission's index in the discovered list
     failures = 0
@@ -198,24 +199,67 @@ def _grade(paths: list[Path], specs: list[OutputSpec], server: ForkServer | None
         sys.stdout.write(document(fmt))
     if fmt != "text" and not quiet and len(reports) > 1 and sys.stderr.isatty():
         Console(stderr=True, emoji=False).print(summary_table(RunSummary.of(reports)))
-    if resume is not None:
-        click.echo(f"::{resume}::")
+    commands.resume()
     if in_actions:
         _github_actions(reports, info, fmt)
     for spec in specs:
         write_report_file(spec.path, document(spec.fmt))
     if cache is not None and cache.problem:
-        click.echo(f"grade: warning: {cache.problem}", err=True)
+        click.echo(f"grade: warning: {inert(cache.problem)}", err=True)
+    # Not graded because of the grader's own environment (the worker could not import what the
+    # grader's Python can): the report says so in one line; exit 2, as for a bad installation.
+    environment = [r.error for r in reports if is_environment_error(r) and r.error]
+    if fmt != "text":
+        for message in dict.fromkeys(environment):
+            click.echo(f"grade: error: {inert(message)}", err=True)
     if interrupted:
         click.echo(f"grade: interrupted: {len(reports)} of {len(submissions)} submissions graded; their results are kept", err=True)
         return ExitCode.INTERRUPTED
+    if environment:
+        return GraderEnvironmentError.exit_code
     return ExitCode.OK if all(r.passed for r in reports) else ExitCode.FAILED
 
 
-def _stop_commands() -> str:
-    token = secrets.token_hex(16)
-    click.echo(f"::stop-commands::{token}")
-    return token
+class _StoppedCommands:
+    """Under GitHub Actions, with the text report, nothing printed may act as a workflow command
+    (a candidate's path or printed text could hold "::error" or "##[add-mask]"): the runner's
+    stop-commands switch covers everything printed from the first line, before the suite loads
+    or a candidate's file is read, to ``resume`` (then the annotations, ours, follow). No worker
+    holds the token: the fork server and the workers are fresh interpreters, never forks of the
+    grader. Other formats leave stdout an exact document, made inert by its reporter
+    (grader.report.untrusted)."""
+
+    def __init__(self, token: str | None) -> None:
+        self.token = token
+
+    @classmethod
+    def begin(cls, fmt: str) -> _StoppedCommands:
+        if os.environ.get("GITHUB_ACTIONS") != "true" or fmt != "text":
+            return cls(None)
+        token = secrets.token_hex(16)
+        click.echo(f"::stop-commands::{token}")
+        return cls(token)
+
+    def resume(self) -> None:
+        if self.token is not None:
+            click.echo(f"::{self.token}::")
+            self.token = None
+
+
+def _tolerant_output() -> None:
+    """A character the terminal's encoding cannot write (a lone surrogate from a submission the
+    reporters missed, a heat map glyph under an ASCII locale) is written as an escape: one
+    submission must never stop the report of the others."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+def inert(text: str) -> str:
+    """A message for stderr that may name a candidate's file: one line, controls escaped, no
+    workflow command."""
+    return untrusted.no_commands(untrusted.line(text))
 
 
 def _github_actions(reports: list[Report], info: RunInfo, fmt: str) -> None:
@@ -336,7 +380,7 @@ def suite_check_command(path: Path) -> None:
 
 
 def fail(message: str, code: ExitCode) -> NoReturn:
-    click.echo(f"grade: error: {message}", err=True)
+    click.echo(f"grade: error: {inert(message)}", err=True)
     sys.exit(int(code))
 
 

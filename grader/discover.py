@@ -25,10 +25,21 @@ The rule for a checkout, in order (documented in the README):
 A notebook (``.ipynb``) given as a path, or directly inside a folder given to ``grade DIR``, is
 one submission like a ``.py`` file.
 
-Walking a checkout skips hidden folders, ``__pycache__``, ``node_modules``, ``site-packages``,
-``venv``, ``build``, ``dist`` and any virtual environment (a folder holding ``pyvenv.cfg``); it
-never leaves the checkout through a symbolic link, never visits a folder twice (symlink loops),
-and stops after ``MAX_FILES`` Python files.
+Looking for the submission file skips hidden folders, ``__pycache__``, ``node_modules``,
+``site-packages``, ``venv``, ``build``, ``dist`` and any virtual environment (a folder holding
+``pyvenv.cfg``); it never visits a folder twice (symlink loops), and stops after ``MAX_FILES``
+Python files.
+
+Links never widen what a submission may read. Before the grader opens anything of a checkout,
+every symbolic link in it (outside ``.git/``) is resolved, and a checkout with a link whose target
+is outside the checkout (``src -> /``, ``src -> ..``, an entry file or notebook that points
+elsewhere) gets an error report; the batch goes on. In a folder given to ``grade DIR``, an entry
+that is itself a symbolic link is refused the same way: each candidate's submission is their own
+file or folder, never a neighbour's.
+
+The content hash that keys the result cache covers every file the worker may read, skipped
+folders included: each regular file and each link of the checkout (never ``.git/``, which the
+worker never sees), framed by its relative path and its length.
 """
 
 from __future__ import annotations
@@ -37,11 +48,14 @@ import ast
 import fnmatch
 import hashlib
 import os
+import stat
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.entry import Entry, EntryError, conventional_file, resolve_entry
 from grader.errors import UsageError
+from grader.frameworks import parse_quietly
 
 CONVENTIONAL = ("attention.py", "solution.py", "submission.py")
 SUFFIXES = (".py", ".ipynb")  # what a file given directly, or lying in a graded folder, may be
@@ -49,6 +63,8 @@ SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "
 MAX_FILES = 2000
 MAX_PARSE_BYTES = 2 * 1024 * 1024  # a bigger file is not parsed (it could only be generated)
 MAX_CHECKOUT_BYTES = 64 * 1024 * 1024  # parsed or hashed per checkout, so a huge one cannot stall a batch
+MAX_ENTRIES = 20000  # entries of a checkout looked at for links and for the hash
+HIDDEN_DIRS = frozenset({".git"})  # never shown to the worker (CI tokens in .git/config), never hashed
 
 
 class TooLarge(Exception):
@@ -77,20 +93,99 @@ class Submission:
 
     def content_hash(self) -> str:
         """SHA-256 over what the verdict depends on: the graded file's bytes and, for a checkout,
-        every Python file beside it (the submission may import them), each with its relative path.
-        Raises OSError for an unreadable file and TooLarge for a checkout over the byte budget."""
-        digest = hashlib.sha256()
-        files = self.related if self.folder is not None else ((self.file,) if self.file else ())
-        if self.folder is not None and sum(p.stat().st_size for p in files) > MAX_CHECKOUT_BYTES:
+        every file the worker may read there (skipped folders included; never ``.git/``), each
+        framed by its relative path and its length, so no two different checkouts hash alike.
+        Links are hashed as links (their target text), never followed. Raises OSError for an
+        unreadable file and TooLarge for a checkout over the byte or entry budget."""
+        digest = hashlib.sha256(b"grader-content-2")
+        if self.folder is None:
+            if self.file is not None:
+                _frame(digest, b"F", self.file.name.encode("utf-8", "surrogateescape"), self.file.read_bytes())
+            return digest.hexdigest()
+        entries = checkout_entries(self.folder)
+        if sum(size for _, _, size in entries) > MAX_CHECKOUT_BYTES:
             raise TooLarge(self.label)
-        for path in files:
-            name = os.path.relpath(path, self.folder) if self.folder is not None else path.name
-            digest.update(name.encode("utf-8", "surrogateescape") + b"\0")
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
-        if self.file is not None and self.folder is not None:
-            digest.update(b"graded:" + os.path.relpath(self.file, self.folder).encode("utf-8", "surrogateescape"))
+        for path, kind, _size in entries:
+            name = os.path.relpath(path, self.folder).encode("utf-8", "surrogateescape")
+            if kind == "link":
+                _frame(digest, b"L", name, os.readlink(path).encode("utf-8", "surrogateescape"))
+            else:
+                _frame(digest, b"F", name, _read_regular(path))
+        if self.file is not None:
+            _frame(digest, b"G", os.path.relpath(self.file, self.folder).encode("utf-8", "surrogateescape"), b"")
         return digest.hexdigest()
+
+
+def _frame(digest: hashlib._Hash, kind: bytes, name: bytes, data: bytes) -> None:
+    # Both lengths up front: a name and content can never be shifted into each other.
+    digest.update(kind + struct.pack("<QQ", len(name), len(data)) + name + data)
+
+
+def _read_regular(path: Path) -> bytes:
+    """A regular file's bytes, never through a link and never blocking (a FIFO swapped in after
+    the walk is refused, not waited on)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: no longer a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
+def checkout_entries(root: Path) -> list[tuple[Path, str, int]]:
+    """Every regular file ("file") and symbolic link ("link") of a checkout with its size, sorted,
+    without following any link and without ``.git/``: what the worker may read there. Other
+    kinds (FIFOs, sockets, devices) are left out: nothing is read from them. Raises TooLarge
+    past MAX_ENTRIES entries."""
+    found: list[tuple[Path, str, int]] = []
+    stack = [root]
+    seen = 0
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        seen += len(entries)
+        if seen > MAX_ENTRIES:
+            raise TooLarge(str(root))
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                found.append((Path(entry.path), "link", 0))
+            elif stat.S_ISDIR(info.st_mode):
+                if entry.name not in HIDDEN_DIRS:
+                    stack.append(Path(entry.path))
+            elif stat.S_ISREG(info.st_mode):
+                found.append((Path(entry.path), "file", info.st_size))
+    return sorted(found)
+
+
+def links_out(root: Path) -> list[str]:
+    """The symbolic links of a checkout whose target resolves outside it, as ``name -> target``
+    (at most five). Only link texts are read (lstat, readlink): nothing is opened. A checkout too
+    big to look through counts as leading out: it cannot be shown not to."""
+    real_root = Path(os.path.realpath(root))
+    try:
+        entries = checkout_entries(root)
+    except TooLarge:
+        return [f"more than {MAX_ENTRIES} entries: not looked through"]
+    bad = []
+    for path, kind, _ in entries:
+        if kind == "link" and not Path(os.path.realpath(path)).is_relative_to(real_root):
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            bad.append(f"{os.path.relpath(path, root)} -> {target}")
+            if len(bad) == 5:
+                break
+    return bad
 
 
 def _skipped_dir(path: Path) -> bool:
@@ -175,7 +270,7 @@ def defines_function(path: Path, name: str) -> bool:
     try:
         if path.stat().st_size > MAX_PARSE_BYTES:
             return False
-        tree = ast.parse(path.read_bytes(), filename=str(path))
+        tree = parse_quietly(path.read_bytes(), filename=str(path))  # its warnings quote the file
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return _defines(tree, name)
@@ -188,6 +283,11 @@ def _rank(path: Path, rule: Rule) -> int:
 def find_in_checkout(folder: Path, rule: Rule, label: str | None = None) -> Submission:
     """The submission of one candidate's checkout, or a Submission with ``error`` set."""
     label = label or str(folder)
+    out = links_out(folder)
+    if out:
+        # Refused before any file is opened: a link out would make the target readable to the
+        # worker (a readable folder is resolved) and let the grader read it as the submission.
+        return Submission(label, None, folder, error=f"symbolic link(s) leading outside the candidate's folder: {', '.join(out)}; not graded")
     files = python_files(folder)
     if rule.entry is not None:
         try:
@@ -281,8 +381,11 @@ def _folder_entries(folder: Path, rule: Rule) -> list[Submission]:
             continue
         if is_file and not entry.name.endswith(SUFFIXES):
             continue
-        if entry.is_symlink() and not _inside(path, real):
-            found.append(Submission(str(path), None, error="a symbolic link to outside the folder; not followed"))
+        if entry.is_symlink():
+            # Outside the folder, or to a neighbour's file or folder: either way not this
+            # candidate's own work, and never followed.
+            where = "outside the folder" if not _inside(path, real) else "another entry of the folder"
+            found.append(Submission(str(path), None, error=f"a symbolic link to {where}; not followed"))
         elif is_file:
             found.append(Submission(str(path), path))
         else:

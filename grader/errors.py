@@ -10,6 +10,8 @@ A candidate's bug is never one of these: it is a failed check. These are for the
      +-- OutputError            a report that cannot be written          -> exit 2
      +-- SandboxError           the worker could not be started at all   -> exit 3
      +-- SandboxUnavailable     --strict-sandbox, and a guarantee is missing here -> exit 2
+     +-- GraderEnvironmentError the worker cannot import what the grader's Python can -> exit 2
+                                (that submission is reported as not graded, the others go on)
 """
 
 from __future__ import annotations
@@ -54,5 +56,14 @@ class SandboxError(GraderError):
 class SandboxUnavailable(GraderError):
     """Strict mode, and this machine cannot give the worker every isolation guarantee: nothing is
     graded (the environment is the problem, as with a bad option)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class GraderEnvironmentError(GraderError):
+    """The sandboxed worker cannot import a module that the grader's own Python imports (a
+    framework, SciPy, ... installed outside the folders the worker may read, or unreadable for
+    it): the grader's installation is at fault, not the candidate. The submission is reported as
+    not graded, nothing of it is cached, and the run exits 2."""
 
     exit_code = ExitCode.USAGE

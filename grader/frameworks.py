@@ -24,6 +24,8 @@ import ast
 import functools
 import importlib.util
 import os
+import threading
+import warnings
 from typing import Any, Callable, Iterator, Literal
 
 import numpy as np
@@ -82,15 +84,28 @@ def imported_modules(tree: ast.Module) -> list[str]:
 _TREE_BYTES = 100_000
 
 
+_PARSING = threading.Lock()
+
+
+def parse_quietly(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+    """ast.parse(source), its warnings dropped, never printed: a SyntaxWarning (``"\\d"``, ``is``
+    with a literal) quotes the candidate's line on stderr, where a CI runner would read a
+    ``##[...]`` in it as a workflow command. catch_warnings swaps process-wide filters, so
+    batch threads parse one at a time. Raises what ast.parse raises."""
+    with _PARSING, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source, filename=filename)
+
+
 @functools.lru_cache(maxsize=16)
 def _parse_kept(text: str) -> ast.Module:
-    return ast.parse(text)
+    return parse_quietly(text)
 
 
 def parse_source(text: str) -> ast.Module:
     """ast.parse(text), shared with the last few callers that parsed the same text. Raises what
     ast.parse raises; a tree is never changed by its readers."""
-    return _parse_kept(text) if len(text) <= _TREE_BYTES else ast.parse(text)
+    return _parse_kept(text) if len(text) <= _TREE_BYTES else parse_quietly(text)
 
 
 def frameworks_of(modules: list[str]) -> set[Framework]:

@@ -31,7 +31,12 @@ What was yielded before is the caller's to keep.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import importlib.util
+import os
+import re
+import sysconfig
 import threading
+from importlib.machinery import ModuleSpec, PathFinder
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,14 +47,16 @@ from grader.checks import run_checks
 from grader.diagnosis.engine import diagnose
 from grader.diagnosis.locate import attach_locations
 from grader.discover import Submission, TooLarge
-from grader.errors import GraderError
+from grader.errors import GraderEnvironmentError, GraderError
 from grader.frameworks import compile_allowance
 from grader.notebook import remap_run
 from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, WorkerRun
 from grader.prepare import Prepared
 from grader.report.model import Report
 from grader.returns import split_returns
+from grader.sandbox.env import import_path
 from grader.sandbox.forkserver import ForkServer
+from grader.sandbox.policy import hidden_paths
 from grader.sandbox.runner import run_submission
 from grader.slots import Slots, Ticket
 from grader.submission import Submission as Loadable, Unloadable, prepare_submission
@@ -92,6 +99,8 @@ def run(
     """Grade ``submissions``, yielding (index in ``submissions``, report) for each as soon as it
     is known: the cached ones first, then the others in the order they finish (submission order
     with one job). At most ``jobs`` workers run at once."""
+    if cache is not None:
+        prepared = _hiding(prepared, cache.directory)
     todo: list[tuple[int, str | None]] = []  # (index, cache key)
     for index, submission in enumerate(submissions):
         key = _cache_key(cache, submission)
@@ -107,6 +116,16 @@ def run(
             yield index, _stored(cache, key, submissions[index], grade_one(submissions[index], prepared, forkserver))
     else:
         yield from _in_parallel(todo, submissions, prepared, jobs, cache, forkserver)
+
+
+def _hiding(prepared: Prepared, folder: Path) -> Prepared:
+    """``prepared`` with ``folder`` (the result cache) hidden from every worker, even where it lies
+    below a folder the worker may read; made first, since only an existing path can be hidden."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return prepared  # then nothing is cached there either
+    return replace(prepared, sandbox=replace(prepared.sandbox, hidden=(*prepared.sandbox.hidden, str(folder))))
 
 
 def _cache_key(cache: ResultCache | None, submission: Submission) -> str | None:
@@ -184,6 +203,8 @@ def observe_one(
         return Graded(error_report(Path(submission.label), prepared, submission.error or "nothing to grade"), False)
     try:
         return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, slot=slot)
+    except GraderEnvironmentError as exc:  # not graded, not cached; the run exits 2 (see cli)
+        return Graded(error_report(submission.file, prepared, str(exc), environment=True), False)
     except GraderError as exc:
         return Graded(error_report(submission.file, prepared, str(exc)), False)
     except Exception as exc:  # a bug of ours on this one submission: report it, grade the rest
@@ -212,6 +233,9 @@ def observe(
         limits = replace(limits, startup_s=FRAMEWORK_STARTUP_S, timeout_s=limits.timeout_s + compile_allowance(submission.framework, len(shapes)))
         sandbox = replace(sandbox, processes=max(sandbox.processes, FRAMEWORK_PROCESSES))
     run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver, slot=slot)
+    problem = environment_problem(path, run.load, (str(root or path.resolve().parent), *hidden_paths(sandbox.hidden)))
+    if problem is not None:
+        raise GraderEnvironmentError(problem)
     if submission.notebook is not None:
         run = remap_run(run, submission.notebook, str(path.resolve().relative_to(submission.plan.root)))
         extra["notebook_code_cells"] = submission.notebook.code_cells
@@ -274,13 +298,107 @@ def grade_file(path: Path, prepared: Prepared, root: Path | None = None, *, fork
     return judge(observe(path, prepared, root, forkserver=forkserver), prepared)
 
 
-def error_report(path: Path, prepared: Prepared, message: str) -> Report:
-    """The report of a submission the grader could not grade."""
+def error_report(path: Path, prepared: Prepared, message: str, environment: bool = False) -> Report:
+    """The report of a submission the grader could not grade (``environment``: because of the
+    grader's own installation, see environment_problem)."""
     return Report(
         path=str(path), function=prepared.function, suite=prepared.suite.name, passed=False, score=0.0,
         max_score=prepared.suite.max_score, checks=(), diagnoses=(), output=CapturedOutput("", 0, 0),
-        duration_s=0.0, worker_status="not-run", error=message,
+        duration_s=0.0, worker_status="not-run", error=message, extra={NOT_GRADED: "environment"} if environment else {},
     )
+
+
+# The key in a report's ``extra`` of a submission not graded because of the grader's environment.
+NOT_GRADED = "not_graded"
+
+
+def is_environment_error(report: Report) -> bool:
+    return report.extra.get(NOT_GRADED) == "environment"
+
+
+_IMPORT_FAILURES = ("ModuleNotFoundError", "ImportError", "PermissionError")
+_QUOTED = re.compile(r"'([^']+)'")
+_ABSOLUTE = re.compile(r"(/[^\s'\":()]+)")
+
+
+def environment_problem(path: Path, load: LoadInfo | None, foreign: tuple[str, ...] = ()) -> str | None:
+    """The one line to report when the worker could not load ``path`` because it could not import
+    a module that this process, the grader, can (found here without importing it): the grader's
+    environment is at fault, not the candidate. None when the failure is the candidate's: any
+    other error, a module the grader cannot find either, one that lies in the current folder or
+    in ``foreign`` folders (the submission's own, the hidden ones), and an import error that the
+    submission's code raised itself rather than an import statement."""
+    error = load.error if load is not None and not load.ok and load.reason == "load-error" else None
+    if error is None or error.type.rsplit(".", 1)[-1] not in _IMPORT_FAILURES:
+        return None
+    if error.frames and "import" not in str(error.frames[-1].get("code", "")):
+        return None  # raised by the submission's own code (a read of a file, a raise), not an import
+    folders = import_path()
+    name = _failed_module(error.type, error.message, folders)
+    where = _spec_location(_grader_spec(name, folders)) if name else None
+    if name is None or where is None or any(_beneath(where, os.path.realpath(f)) for f in foreign):
+        return None
+    return (
+        f"{path}: not graded: the sandboxed worker cannot import {name} ({error.short}), which the grader's Python "
+        f"imports from {where}: this is the grader's environment, not the submission; make that folder readable "
+        f"for every user (chmod -R a+rX) or install {name.split('.')[0]} into "
+        f"{sysconfig.get_paths().get('purelib', 'the site-packages of the grader')}, then grade again"
+    )
+
+
+def _beneath(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _failed_module(kind: str, message: str, folders: tuple[str, ...]) -> str | None:
+    """The module an import error is about: named in the message, or the top-level module whose
+    file the message names inside one of the grader's import folders."""
+    quoted = _QUOTED.findall(message)
+    if kind.endswith("ModuleNotFoundError") and quoted:
+        return quoted[0]
+    if kind.endswith("ImportError") and "(unknown location)" in message and len(quoted) >= 2:
+        return quoted[1]  # cannot import name 'x' from 'package' (unknown location): a folder it could not list
+    for text in [*quoted, *_ABSOLUTE.findall(message)]:
+        if not text.startswith("/"):
+            continue
+        real = os.path.realpath(text)
+        for folder in folders:
+            if real != folder and _beneath(real, folder):
+                return os.path.relpath(real, folder).split(os.sep)[0].split(".")[0] or None
+    return None
+
+
+def _grader_spec(name: str, folders: tuple[str, ...]) -> ModuleSpec | None:
+    """Where this process would import ``name`` from, without importing it or any parent: the
+    top-level module in the grader's import folders (else through every finder, an editable
+    install's too), each submodule in its parent's folders."""
+    parts = name.split(".")
+    if not all(part.isidentifier() for part in parts) or parts[0] == "grader":
+        return None
+    try:
+        spec = PathFinder.find_spec(parts[0], list(folders)) or importlib.util.find_spec(parts[0])
+        for depth in range(1, len(parts)):
+            if spec is None or not spec.submodule_search_locations:
+                return None
+            spec = PathFinder.find_spec(".".join(parts[: depth + 1]), list(spec.submodule_search_locations))
+    except (ImportError, ValueError, AttributeError):
+        return None
+    return spec
+
+
+def _spec_location(spec: ModuleSpec | None) -> str | None:
+    """The canonical folder (package) or file (module) a spec loads from; None for built-in and
+    frozen modules, which the worker has anyway, and for what lies in the current folder."""
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        where = next(iter(spec.submodule_search_locations), None)
+    else:
+        where = spec.origin if spec.has_location else None
+    if not where or not os.path.isabs(where):
+        return None
+    real = os.path.realpath(where)
+    return None if _beneath(real, os.path.realpath(os.getcwd())) else real
 
 
 def _internal_error(exc: Exception) -> str:

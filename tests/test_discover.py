@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.discover import Rule, defines_function, discover, find_in_checkout
+from grader.discover import Rule, Submission, defines_function, discover, find_in_checkout
+from grader.entry import parse_entry
 from grader.errors import UsageError
 
 DEFINES = "import numpy as np\n\ndef attention(Q, K, V):\n    return V\n"
@@ -99,19 +100,57 @@ def test_function_name_follows_the_rule(tmp_path: Path) -> None:
     assert find_in_checkout(tmp_path, Rule(function="self_attention")).file == tmp_path / "a.py"
 
 
-def test_symlinks_never_leave_the_checkout_and_loops_end(tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    write(outside / "attention.py")
+def test_links_inside_the_checkout_are_followed_and_loops_end(tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"
     write(checkout / "impl.py")
-    os.symlink(outside, checkout / "escape")
-    os.symlink(outside / "attention.py", checkout / "linked.py")
     (checkout / "sub").mkdir()
     os.symlink(checkout, checkout / "sub" / "loop")  # inside, so followed, but visited once
-    os.symlink("..", checkout / "up")
+    os.symlink("impl.py", checkout / "alias.txt")
     sub = find_in_checkout(checkout, Rule())
     assert sub.file == checkout / "impl.py", sub.error
-    assert all(outside not in p.resolve().parents for p in sub.related)
+
+
+@pytest.mark.parametrize(
+    "make",
+    ["src-to-root", "src-to-parent", "file-out", "notebook-out", "entry-out", "deep-in-skipped-folder"],
+)
+def test_a_link_out_of_the_checkout_is_refused_before_anything_is_read(tmp_path: Path, make: str) -> None:
+    neighbour = write(tmp_path / "alice" / "attention.py")  # a classmate's work
+    checkout = tmp_path / "bob"
+    checkout.mkdir()
+    rule = Rule()
+    if make == "src-to-root":
+        os.symlink("/", checkout / "src")
+    elif make == "src-to-parent":
+        os.symlink("..", checkout / "src")
+    elif make == "file-out":
+        write(checkout / "impl.py")
+        os.symlink(neighbour, checkout / "helpers.py")
+    elif make == "notebook-out":
+        os.symlink(neighbour, checkout / "attention.ipynb")
+    elif make == "entry-out":
+        os.symlink(neighbour, checkout / "main.py")
+        rule = Rule(entry=parse_entry("main.py:attention"))
+    else:
+        (checkout / "build" / "lib").mkdir(parents=True)
+        write(checkout / "attention.py")
+        os.symlink("/etc", checkout / "build" / "lib" / "etc")
+    sub = find_in_checkout(checkout, rule)
+    assert sub.file is None and sub.related == ()
+    assert "leading outside the candidate's folder" in (sub.error or ""), sub.error
+
+
+def test_a_link_out_refuses_one_candidate_and_the_batch_goes_on(tmp_path: Path) -> None:
+    write(tmp_path / "alice" / "attention.py")
+    (tmp_path / "bob").mkdir()
+    os.symlink("..", tmp_path / "bob" / "src")
+    os.symlink(tmp_path / "alice", tmp_path / "carol")  # a neighbour's folder under another name
+    os.symlink(tmp_path / "alice" / "attention.py", tmp_path / "dave.py")
+    by_name = {Path(s.label).name: s for s in discover([tmp_path], Rule())}
+    assert by_name["alice"].file == tmp_path / "alice" / "attention.py"
+    assert by_name["bob"].file is None and "src -> .." in (by_name["bob"].error or "")
+    for name in ("carol", "dave.py"):
+        assert by_name[name].file is None and "another entry of the folder" in (by_name[name].error or "")
 
 
 def test_folder_holds_loose_files_and_candidates(tmp_path: Path) -> None:
@@ -147,6 +186,48 @@ def test_content_hash_covers_the_files_beside_the_submission(tmp_path: Path) -> 
     assert find_in_checkout(tmp_path, Rule()).content_hash() == first
     helper.write_text("SCALE = 2\n")
     assert find_in_checkout(tmp_path, Rule()).content_hash() != first
+
+
+@pytest.mark.parametrize("folder", ["build", "dist", "venv", "node_modules", "__pycache__", ".hidden", "pkg.egg-info"])
+def test_content_hash_covers_skipped_folders_the_worker_may_import_from(tmp_path: Path, folder: str) -> None:
+    write(tmp_path / "attention.py", "import sys\nsys.path.insert(0, 'build')\nfrom helpers import attention\n")
+    helper = write(tmp_path / folder / "helpers.py", "def attention(Q, K, V): return V\n")
+    first = find_in_checkout(tmp_path, Rule()).content_hash()
+    helper.write_text("def attention(Q, K, V): return Q\n")
+    assert find_in_checkout(tmp_path, Rule()).content_hash() != first
+    (tmp_path / folder / "data.npy").write_bytes(b"\x93NUMPY")  # not Python, still readable
+    assert find_in_checkout(tmp_path, Rule()).content_hash() != first
+
+
+def test_content_hash_frames_every_name_and_length(tmp_path: Path) -> None:
+    # Without framing, these two checkouts feed the same bytes to the digest.
+    one, two = tmp_path / "one", tmp_path / "two"
+    write(one / "attention.py", "A")
+    write(one / "b.py", "\0C")
+    write(two / "attention.py", "A\0b.py\0\0C")
+    hashes = {find_in_checkout(d, Rule(pattern="attention.py")).content_hash() for d in (one, two)}
+    assert len(hashes) == 2
+
+
+def test_content_hash_leaves_out_git_and_hashes_links_as_links(tmp_path: Path) -> None:
+    write(tmp_path / "attention.py")
+    write(tmp_path / "real.py", "X = 1\n")
+    os.symlink("real.py", tmp_path / "alias.py")
+    config = write(tmp_path / ".git" / "config", "[remote]\n")
+    first = find_in_checkout(tmp_path, Rule()).content_hash()
+    config.write_text("token = abc\n")  # the worker never sees .git/: no new verdict needed
+    assert find_in_checkout(tmp_path, Rule()).content_hash() == first
+    (tmp_path / "alias.py").unlink()
+    os.symlink("attention.py", tmp_path / "alias.py")
+    assert find_in_checkout(tmp_path, Rule()).content_hash() != first
+
+
+def test_content_hash_of_a_loose_file_is_its_name_and_bytes(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.py")
+    write(tmp_path / "b.py")  # a neighbour, which the loose file's worker never sees
+    first = Submission(str(path), path).content_hash()
+    (tmp_path / "b.py").write_text("x = 2\n")
+    assert Submission(str(path), path).content_hash() == first
 
 
 @pytest.mark.parametrize("make", ["missing", "empty", "text"])

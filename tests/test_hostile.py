@@ -56,9 +56,15 @@ ORDER = [
     "exit_at_import.py", "exit_in_call.py", "segfault.py", "read_stdin.py", "forge_results.py", "forge_sandbox.py",
     "forge_parser_bombs.py", "flood_output.py", "print_env.py", "steal_references.py", "tcp_connect.py", "write_outside.py",
     "evil_subclass.py", "monkeypatch_numpy.py", "huge_array.py", "memory_bomb.py", "kill_parent.py",
+    "keyring_leave.py", "keyring_steal.py", "mode_000.py", "read_git_config.py", "link_root.py",
     "endless_loop.py", "sleep_at_import.py", "ignore_sigterm.py", "child_sleeper.py",
     "escape_setsid.py", "escape_double_fork.py", "fork_storm.py",
 ]
+
+# Attacks graded as a candidate's checkout (a folder named after the attack, holding it, the
+# helper and hostile.json), with what the arena adds to the folder.
+CHECKOUTS = {"read_git_config.py": "git", "link_root.py": "links"}
+REFUSED = {"link_root.py"}  # refused by discovery: no worker, no sandbox report
 
 MODES = ["as-is", "unprivileged", "unprivileged-no-userns"]
 
@@ -162,6 +168,8 @@ class Arena:
     udp: socket.socket
     write_targets: list[Path]
     pickle_marker: Path
+    git_token: str  # in the .git/config of a checkout
+    token: str  # names the keys of this arena
 
     @classmethod
     def build(cls) -> Arena:
@@ -174,7 +182,8 @@ class Arena:
         outside.mkdir()
         os.chmod(outside, 0o777)
         for name in ORDER + ["_hostile.py"]:
-            shutil.copy(HOSTILE / name, subs / name)
+            if name not in CHECKOUTS:
+                shutil.copy(HOSTILE / name, subs / name)
         tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         tcp.bind(("127.0.0.1", 0))
         tcp.listen(8)
@@ -186,15 +195,35 @@ class Arena:
         targets = [subs / "escaped.txt", outside / "escaped.txt", Path(tempfile.gettempdir()) / f"grader-hostile-{token}.txt"]
         if os.path.isdir("/dev/shm"):
             targets.append(Path("/dev/shm") / f"grader-hostile-{token}.txt")
-        arena = cls(base, subs, tcp, udp, targets, base / "pickle-marker")
+        arena = cls(base, subs, tcp, udp, targets, base / "pickle-marker", "ghs_" + secrets.token_hex(12), token)
         config = {
+            "key_grader": f"grader-hostile-grader-{token}",
+            "key_left": f"grader-hostile-left-{token}",
             "tcp_port": tcp.getsockname()[1],
             "udp_port": udp.getsockname()[1],
             "write_targets": [str(t) for t in targets],
             "pickle_marker": str(arena.pickle_marker),
         }
         (subs / "hostile.json").write_text(json.dumps(config))
+        for name, extra in CHECKOUTS.items():
+            checkout = subs / Path(name).stem
+            checkout.mkdir()
+            for part in (name, "_hostile.py"):
+                shutil.copy(HOSTILE / part, checkout / part)
+            (checkout / "hostile.json").write_text(json.dumps(config))
+            if extra == "git":
+                (checkout / ".git").mkdir()
+                (checkout / ".git" / "config").write_text(f'[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic {arena.git_token}\n')
+                for path in (checkout / ".git", checkout / ".git" / "config"):
+                    os.chmod(path, 0o755 if path.is_dir() else 0o644)
+            else:
+                os.symlink("/", checkout / "src")
+                os.symlink("..", checkout / "up")
+            os.chmod(checkout, 0o755)
         return arena
+
+    def path_of(self, name: str) -> Path:
+        return self.subs / Path(name).stem if name in CHECKOUTS else self.subs / name
 
     def tcp_connections(self) -> int:
         count = 0
@@ -258,7 +287,7 @@ class Batch:
 
     def sub(self, name: str) -> dict[str, Any]:
         for sub in self.doc.get("submissions", []):
-            if Path(sub["path"]).name == name:
+            if _name(sub) == name:
                 return sub
         pytest.fail(f"[{self.mode}] no report for {name}: exit {self.code}, stderr {self.stderr[-500:]!r}")
 
@@ -273,6 +302,24 @@ class Batch:
         if not self.active(name) & set(layers):
             details = {layer["name"]: layer["detail"] for layer in self.sub(name)["sandbox"]}
             pytest.skip(f"[{self.mode}] none of {', '.join(layers)} active here: " + "; ".join(f"{n}: {details.get(n, 'not reported')}" for n in layers))
+
+
+def _name(sub: dict[str, Any]) -> str:
+    """The attack a report is about: its file, or the checkout refused before a file was chosen."""
+    path = Path(sub["path"])
+    return path.name if path.suffix == ".py" else path.name + ".py"
+
+
+def _plant_session_key(description: str, payload: bytes) -> bool:
+    """A secret in this process's session keyring, which the grader started below inherits."""
+    import ctypes
+    import platform
+
+    if platform.machine() != "x86_64":
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc.syscall(ctypes.c_long(248), b"user", description.encode(), payload, ctypes.c_size_t(len(payload)), ctypes.c_long(-3)) > 0
 
 
 def _comm_of(pid: str) -> str | None:
@@ -324,8 +371,9 @@ def batches() -> Iterator[dict[str, Batch | str]]:
             arena = Arena.build()
             arenas.append(arena)
             secret = "ci-secret-" + secrets.token_hex(8)
+            _plant_session_key(f"grader-hostile-grader-{arena.token}", secret.encode())
             info = subprocess.run(_command(mode, ["--sandbox-info", "--format", "json"], [arena.base]), capture_output=True, timeout=60, cwd=ROOT, env=_env(secret))
-            args = ["--no-cache", "--format", "json", "--timeout", str(TIMEOUT_S), "--memory", str(MEMORY_MB), *(str(arena.subs / n) for n in ORDER)]
+            args = ["--no-cache", "--format", "json", "--timeout", str(TIMEOUT_S), "--memory", str(MEMORY_MB), "--candidate", *(str(arena.path_of(n)) for n in ORDER)]
             proc = subprocess.Popen(_command(mode, args, [arena.base]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=_env(secret))
             batch = Batch(mode, arena, secret, proc, time.monotonic())
             batch.info = json.loads(info.stdout) if info.returncode == 0 else {"error": info.stderr.decode(errors="replace")}
@@ -372,7 +420,7 @@ def test_every_hostile_file_is_in_the_suite() -> None:
 def test_the_grader_survives_every_submission(batch: Batch) -> None:
     assert batch.code == 1, f"[{batch.mode}] exit {batch.code}: {batch.stderr[-2000:]}"
     assert batch.stderr == ""
-    graded = [Path(s["path"]).name for s in batch.doc["submissions"]]
+    graded = [_name(s) for s in batch.doc["submissions"]]
     assert graded == ORDER
     assert not any(s["passed"] for s in batch.doc["submissions"] if Path(s["path"]).name not in ("flood_output.py", "print_env.py"))
 
@@ -381,6 +429,8 @@ def test_layers_are_reported_and_match_sandbox_info(batch: Batch) -> None:
     assert "layers" in batch.info, batch.info
     expected = {layer["name"]: layer["active"] for layer in batch.info["layers"]}
     for sub in batch.doc["submissions"]:
+        if _name(sub) in REFUSED:
+            continue
         reported = {layer["name"]: layer["active"] for layer in sub["sandbox"]}
         assert reported == expected, f"{sub['path']}: {reported} != {expected}"
         assert sub["isolated"] == batch.info["isolated"]
@@ -398,6 +448,8 @@ def test_every_layer_the_machine_offers_is_in_force(batch: Batch) -> None:
     elif namespaces:  # as root, or where unprivileged user namespaces are allowed
         expected |= {"network-namespace", "ipc-namespace", "mount-namespace", "pid-namespace"}
     expected |= {"single-threaded", "session", "rlimits", "parent-death-signal", "no-new-privs", "unprivileged-user"}
+    if namespaces and batch.mode != "unprivileged-no-userns":
+        expected.add("keyring")  # a user namespace of its own: a private user keyring
     assert expected <= active, expected - active
     if namespaces and batch.mode != "unprivileged-no-userns":
         # One process per submission: the fork server forked each worker into its namespace,
@@ -452,6 +504,10 @@ def test_no_secret_reaches_any_output(batch: Batch) -> None:
         ("write_outside.py", ["values-mismatch"], "completed"),
         ("escape_double_fork.py", ["values-mismatch"], "completed"),
         ("fork_storm.py", ["values-mismatch"], "completed"),
+        ("keyring_leave.py", ["values-mismatch"], "completed"),
+        ("keyring_steal.py", ["values-mismatch"], "completed"),
+        ("mode_000.py", ["values-mismatch"], "completed"),
+        ("read_git_config.py", ["values-mismatch"], "completed"),
     ],
 )
 def test_verdict_and_diagnosis(batch: Batch, name: str, expected: list[str], status: str) -> None:
@@ -537,7 +593,7 @@ def test_killing_the_parent_does_not_take_the_grader_down(batch: Batch) -> None:
         # SIGKILL to that group reaches only itself: the grader reports its death.
         assert diagnoses(batch, "kill_parent.py") == ["crash"]
     # The grader went on to grade the submissions after this one (ORDER puts several there).
-    graded = [Path(s["path"]).name for s in batch.doc["submissions"]]
+    graded = [_name(s) for s in batch.doc["submissions"]]
     assert graded.index("kill_parent.py") < len(graded) - 1
 
 
@@ -547,3 +603,38 @@ def test_fork_storm_is_limited(batch: Batch) -> None:
     if "rlimits" in batch.active("fork_storm.py") and "unprivileged-user" in batch.active("fork_storm.py"):
         assert int(match.group(1)) < 64  # RLIMIT_NPROC (SandboxSettings.processes)
     assert batch.left_behind == {}
+
+
+def test_a_checkout_linking_out_is_refused_and_the_batch_goes_on(batch: Batch) -> None:
+    sub = batch.sub("link_root.py")
+    assert not sub["passed"] and not sub["sandbox"]  # no worker ever ran it
+    assert "leading outside the candidate's folder" in json.dumps(sub), sub
+    assert "list src/etc" not in batch.stdout  # never run, so never listed anything
+    assert _name(batch.doc["submissions"][-1]) == ORDER[-1]
+
+
+def test_a_checkouts_git_folder_is_never_seen(batch: Batch) -> None:
+    output = batch.output("read_git_config.py")
+    assert "list checkout: SUCCEEDED" in output and "read_git_config.py" in output  # its folder is readable
+    batch.require("read_git_config.py", "mount-namespace")  # the one layer that covers .git
+    assert batch.arena.git_token not in batch.stdout and batch.arena.git_token[::-1] not in batch.stdout
+    assert "extraheader" not in output[::-1] and "read .git/config: failed" in output, output
+
+
+def test_no_key_crosses_between_the_grader_and_a_worker_or_between_workers(batch: Batch) -> None:
+    assert "leave a user key: SUCCEEDED" in batch.output("keyring_leave.py"), batch.output("keyring_leave.py")
+    output = batch.output("keyring_steal.py")
+    assert batch.secret not in batch.stdout and batch.secret[::-1] not in batch.stdout
+    assert "grader session key: failed" in output, output
+    assert "left session key: failed" in output, output
+    batch.require("keyring_steal.py", "keyring")  # a private user keyring needs a user namespace
+    assert "left user key: failed" in output, output
+
+
+def test_nothing_is_left_in_tmp(batch: Batch) -> None:
+    output = batch.output("mode_000.py")
+    assert "lock up: SUCCEEDED" in output, output
+    workdir = re.search(r"WORKDIR: (\S+)", output)
+    assert workdir, output
+    # Seen from the test's side: the worker's path is the same inside a private mount namespace.
+    assert not Path(workdir.group(1)).exists(), f"[{batch.mode}] {workdir.group(1)} was left behind"

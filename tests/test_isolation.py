@@ -615,10 +615,12 @@ def test_a_failed_return_to_the_home_namespace_kills_the_child_and_says_so(names
     def body() -> dict[str, Any]:
         forks = Stuck(os.open("/proc/self/ns/pid", os.O_RDONLY))
         try:
-            forks.fork()
+            pid = forks.fork()
         except iso.NamespaceStuck:
             pass
         else:
+            if pid == 0:  # pragma: no cover - the forked child, killed any moment now: it must
+                os._exit(0)  # not reach the result pipe, which the parent writes
             return {"error": "no NamespaceStuck"}
         try:
             left = os.waitpid(-1, os.WNOHANG)
@@ -1062,3 +1064,111 @@ def test_numpy_works_in_a_fully_isolated_worker(box: Box) -> None:
     if IS_ROOT and layers["unprivileged-user"][0]:
         assert result["uid"] == 65534
     assert os.path.exists(os.path.join(box.workdir, "scratch.npy"))
+
+
+# ------------------------------------------------------------------------------------------------
+# What the worker may see: a checkout's .git, a loose file's neighbours, kernel keyrings
+# ------------------------------------------------------------------------------------------------
+
+
+def test_a_checkouts_git_is_covered_and_its_folder_stays_listable(box: Box) -> None:
+    git = Path(box.readable, ".git")
+    git.mkdir()
+    Path(git, "config").write_text("extraheader = AUTHORIZATION: basic c2VjcmV0")
+    os.chmod(git, 0o755)
+    os.chmod(git / "config", 0o644)
+
+    def body() -> dict[str, Any]:
+        layers = apply_isolation(box.policy(hidden=(), masked=(str(git),)))
+        try:
+            config = (git / "config").read_text()
+        except OSError as exc:
+            config = f"denied: {exc}"
+        return {"layers": layers_json(layers), "config": config, "listing": sorted(os.listdir(box.readable))}
+
+    result = in_child(body)
+    require(result["layers"], "mount-namespace")
+    assert "c2VjcmV0" not in result["config"]
+    assert "visible.txt" in result["listing"]  # helper modules beside it stay importable
+
+
+def test_a_loose_file_reads_itself_and_not_its_neighbours(box: Box) -> None:
+    from grader.sandbox.policy import SandboxSettings, request_meta
+
+    batch = Path(box.base, "batch")
+    batch.mkdir()
+    os.chmod(batch, 0o755)
+    mine, theirs = batch / "alice.py", batch / "bob.py"
+    mine.write_text("MINE = 1\n")
+    theirs.write_text("THEIRS = 2\n")
+    for path in (mine, theirs):
+        os.chmod(path, 0o644)
+    meta = request_meta(mine.resolve(), box.workdir, SandboxSettings(), (str(batch),), batch, alone=True)
+
+    def body() -> dict[str, Any]:
+        layers = apply_isolation(box.policy(readable=tuple(meta["readable"]), hidden=()))
+        outcomes: dict[str, str] = {}
+        for label, path in (("mine", mine), ("theirs", theirs)):
+            try:
+                outcomes[label] = path.read_text()
+            except OSError as exc:
+                outcomes[label] = f"denied: {exc}"
+        try:
+            outcomes["listing"] = ",".join(os.listdir(batch))
+        except OSError as exc:
+            outcomes["listing"] = f"denied: {exc}"
+        return {"layers": layers_json(layers), **outcomes}
+
+    result = in_child(body)
+    require(result["layers"], "landlock-fs")
+    assert result["mine"] == "MINE = 1\n"
+    assert result["theirs"].startswith("denied"), result["theirs"]
+    assert "bob.py" not in result["listing"]
+
+
+KEY_SPEC_SESSION_KEYRING = -3
+KEY_SPEC_USER_KEYRING = -4
+KEYCTL_SEARCH = 10
+
+
+def _keys() -> tuple[Callable[..., int], Callable[..., int]]:
+    import ctypes
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("key syscall numbers are written for x86_64")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+
+    def add(keyring: int, description: str, payload: bytes) -> int:
+        return int(libc.syscall(ctypes.c_long(248), b"user", description.encode(), payload, ctypes.c_size_t(len(payload)), ctypes.c_long(keyring)))
+
+    def search(keyring: int, description: str) -> int:
+        return int(libc.syscall(ctypes.c_long(250), ctypes.c_long(KEYCTL_SEARCH), ctypes.c_long(keyring), b"user", description.encode(), ctypes.c_long(0)))
+
+    return add, search
+
+
+def test_no_key_crosses_between_the_grader_and_workers(box: Box) -> None:
+    add, search = _keys()
+    description = f"grader-test-{os.getpid()}-{time.monotonic_ns()}"
+
+    def grader_then_worker() -> dict[str, Any]:
+        planted = add(KEY_SPEC_SESSION_KEYRING, description, b"grader secret")  # the grader's
+        layers = apply_isolation(box.policy())
+        found = search(KEY_SPEC_SESSION_KEYRING, description)
+        left = add(KEY_SPEC_USER_KEYRING, description + "-left", b"from worker one")
+        return {"layers": layers_json(layers), "planted": planted, "found": found, "left": left}
+
+    def next_worker() -> dict[str, Any]:
+        layers = apply_isolation(box.policy())
+        return {"layers": layers_json(layers), "found": search(KEY_SPEC_USER_KEYRING, description + "-left")}
+
+    first = in_child(grader_then_worker)
+    if first["planted"] < 0:
+        pytest.skip("no session keyring to plant a key in")
+    require(first["layers"], "keyring")
+    assert first["found"] < 0, "the worker found the grader's session key"
+    assert first["left"] > 0  # it did leave a key in its user keyring
+    second = in_child(next_worker)
+    assert second["found"] < 0, "a worker found the key an earlier worker left"

@@ -97,18 +97,20 @@ def test_junit_escapes_characters_xml_cannot_hold(reports: list[Report]) -> None
     assert failures
     message = failures[0].get("message") or ""
     assert "nul\\x00 esc\\x1b[31m bell\\x07 surrogate\\ud800 ffff\\uffff <tag> & \"quote\"" in message
-    assert root.find("testsuite") is not None and root.find("testsuite").get("name") == "cand,=1|x\n.py"  # type: ignore[union-attr]
+    # a name is one line: the newline in it is shown, not kept
+    assert root.find("testsuite") is not None and root.find("testsuite").get("name") == "cand,=1|x\\n.py"  # type: ignore[union-attr]
 
 
-def test_xml_text_keeps_what_xml_allows() -> None:
-    assert xml_text("tab\tnewline\ncr\r é 中 🙂") == "tab\tnewline\ncr\r é 中 🙂"
-    assert xml_text("\x01\x1f\x7f\ufffe") == "\\x01\\x1f\x7f\\ufffe"
+def test_xml_text_keeps_layout_and_shows_every_other_control() -> None:
+    assert xml_text("tab\tnewline\n é 中 🙂") == "tab\tnewline\n é 中 🙂"
+    # XML allows a carriage return, DEL, C1 and bidi controls, but a reader should not get them raw
+    assert xml_text("\x01\x1f\x7f\x9b\ufffe\r\u202e") == "\\x01\\x1f\\x7f\\x9b\\ufffe\\r\\u202e"
 
 
 def test_csv_quotes_and_defuses_formulas(reports: list[Report]) -> None:
     rows = list(csv.reader(io.StringIO(render("csv", [hostile(reports[0]), reports[1]]))))
     assert rows[0] == ["path", "passed", "score", "max_score", "diagnoses", "duration_s", "error"]
-    assert rows[1][0] == "cand,=1|x\n.py" and rows[1][1] == "false"
+    assert rows[1][0] == "cand,=1|x\\n.py" and rows[1][1] == "false"  # one line: no reader starts a row in it
     assert rows[1][4] == "scale-by-dk batch-transpose"
     top = f"{reports[1].max_score:g}"
     assert rows[2][:4] == [reports[1].path, "true", top, top]

@@ -104,6 +104,7 @@ def test_the_worker_never_imports_the_reference_implementation() -> None:
         "grader.sandbox.forms",
         "grader.sandbox.isolation",
         "grader.sandbox.isolation.identity",
+        "grader.sandbox.isolation.keyring",
         "grader.sandbox.isolation.landlock",
         "grader.sandbox.isolation.limits",
         "grader.sandbox.isolation.model",
@@ -169,3 +170,38 @@ def test_forged_ready_message_buys_no_time(prepared: Prepared) -> None:
     assert time.monotonic() - started < 6
     assert not report.passed
     assert report.worker_status in ("protocol-error", "timeout")
+
+
+def test_a_working_folder_with_unreadable_folders_is_removed() -> None:
+    """A submission that made mode-000 folders (nested, and one with no listing right) must not
+    leave its working folder behind; checked as an unprivileged uid, which has no override."""
+    import os
+    import tempfile
+
+    base = tempfile.mkdtemp(prefix="grader-work-test-")
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 1
+        try:
+            if os.geteuid() == 0:
+                os.chown(base, 1000, 1000)
+                os.setgroups([])
+                os.setresgid(1000, 1000, 1000)
+                os.setresuid(1000, 1000, 1000)
+            os.makedirs(os.path.join(base, "a", "b", "c"))
+            Path(base, "a", "b", "c", "f.txt").write_text("x")
+            os.chmod(os.path.join(base, "a", "b", "c"), 0)
+            os.chmod(os.path.join(base, "a", "b"), 0o300)
+            os.chmod(os.path.join(base, "a"), 0)
+            runner.remove_workdir(base)
+            code = 0 if not os.path.exists(base) else 2
+        finally:
+            os._exit(code)
+    os.close(read_fd)
+    os.close(write_fd)
+    _, status = os.waitpid(pid, 0)
+    try:
+        assert os.waitstatus_to_exitcode(status) == 0, "the working folder was left behind"
+    finally:
+        runner.remove_workdir(base)

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from grader.checks.base import CaseResult
 from grader.probes import FRESH_PREFIX
+from grader.report import untrusted
 from grader.report.model import Report
 
 MAX_SIZE = 12
@@ -75,7 +76,7 @@ def weights_heatmap(report: Report) -> RenderableType | None:
     lead = (0,) * (case.actual.ndim - 2)
     mine = np.asarray(case.actual[lead], dtype=np.float64)
     ref = np.asarray(case.expected[lead], dtype=np.float64)
-    where = f"{case.probe}" + (f"[{', '.join('0' for _ in lead)}]" if lead else "")
+    where = untrusted.no_commands(untrusted.line(case.probe)) + (f"[{', '.join('0' for _ in lead)}]" if lead else "")
     tq, tk = mine.shape
     cut = f"; first {min(tq, MAX_SIZE)} of {tq} rows, {min(tk, MAX_SIZE)} of {tk} columns" if tq > MAX_SIZE or tk > MAX_SIZE else ""
     legend = Text.assemble(

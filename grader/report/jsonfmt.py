@@ -27,6 +27,7 @@ from grader.checks.base import CaseResult, CheckResult
 from grader.compare import Mismatch
 from grader.diagnosis.model import Diagnosis, Location
 from grader.observation import CapturedOutput
+from grader.report import untrusted
 from grader.report.base import DocumentReporter
 from grader.report.model import Report
 from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
@@ -154,7 +155,11 @@ class JsonReporter(DocumentReporter):
 
     def finish(self) -> None:
         # allow_nan=False: _plain wrote NaN and infinities as text, and JSON has no other form of them.
-        json.dump(document(self.reports, self.info.suite_name, self.info.max_score), self.stream, indent=2, allow_nan=False)
+        # The values stay exactly the submission's (this is the data); ensure_ascii writes every
+        # control character, and a lone surrogate, as a \u escape, and json_document leaves no
+        # workflow command in a line a CI runner reads.
+        text = json.dumps(document(self.reports, self.info.suite_name, self.info.max_score), indent=2, allow_nan=False, ensure_ascii=True)
+        self.stream.write(untrusted.json_document(text))
         self.stream.write("\n")
 
 

@@ -9,7 +9,10 @@ gets a test case of its own; a submission that could not be graded at all is one
 XML 1.0 cannot hold most control characters, lone surrogates or U+FFFE/U+FFFF even escaped, and a
 submission's messages and output may contain anything. ``xml_text`` replaces each such character
 with a visible ``\\xNN``-style escape (the idea of pytest's ``bin_xml_escape``) before the standard
-library escapes ``<``, ``&`` and quotes.
+library escapes ``<``, ``&`` and quotes; so are the controls XML allows but a reader should not
+get raw (C1, DEL, carriage return, bidi overrides: see grader.report.untrusted). An attribute
+(a name, a message) is one line: a newline in it is shown as ``\\n``. The written document has
+no workflow command on any line (``untrusted.xml_document``).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from typing import IO
 from grader.checks.base import CheckResult
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.registry import BY_NAME
+from grader.report import untrusted
 from grader.report.base import DocumentReporter, RunInfo
 from grader.report.model import Report
 
-# Everything XML 1.0 allows is kept: tab, newline, carriage return, and the ranges below.
+# What XML 1.0 cannot hold once untrusted.lines has escaped the controls: U+FFFE and U+FFFF.
 _ILLEGAL = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -34,34 +38,44 @@ def _escape_char(match: re.Match[str]) -> str:
 
 
 def xml_text(text: str) -> str:
-    """``text`` with every character XML 1.0 cannot hold replaced by a visible escape."""
-    return _ILLEGAL.sub(_escape_char, text)
+    """``text`` with newlines and tabs kept and every other control character, and every
+    character XML 1.0 cannot hold, replaced by a visible escape."""
+    return _ILLEGAL.sub(_escape_char, untrusted.lines(text))
+
+
+def xml_attribute(text: str) -> str:
+    """As ``xml_text``, on one line."""
+    return _ILLEGAL.sub(_escape_char, untrusted.line(text))
 
 
 def _el(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
-    node = ET.SubElement(parent, tag, {k: xml_text(v) for k, v in attrs.items()})
+    node = ET.SubElement(parent, tag, {k: xml_attribute(v) for k, v in attrs.items()})
     if text is not None:
         node.text = xml_text(text)
     return node
 
 
 def explanation(d: Diagnosis) -> str:
-    lines = [f"{d.code} {d.name} ({d.severity})", f"Measured: {d.message}"]
+    """The diagnosis in labelled lines; each piece of it on one line (``untrusted.line``), so a
+    newline in a message or a file name cannot add a line of its own."""
+    one = untrusted.line
+    lines = [one(f"{d.code} {d.name} ({d.severity})"), f"Measured: {one(d.message)}"]
     if d.location is not None:
-        lines.append(f"Where: {d.location.file} line {d.location.line}: {d.location.code.strip()}")
+        lines.append(one(f"Where: {d.location.file} line {d.location.line}: {d.location.code.strip()}"))
     rule = BY_NAME.get(d.name)
     if rule is not None:
         lines.append(f"Why: {rule.why}")
-    lines.append(f"Fix: {d.fix}")
+    lines.append(f"Fix: {one(d.fix)}")
     if d.evidence:
-        lines.append("Evidence: " + ", ".join(f"{k}={v}" for k, v in d.evidence.items()))
+        lines.append(one("Evidence: " + ", ".join(f"{k}={v}" for k, v in d.evidence.items())))
     return "\n".join(lines)
 
 
 def _check_body(check: CheckResult, diagnoses: list[Diagnosis]) -> str:
+    one = untrusted.line
     blocks = [explanation(d) + "\n" for d in diagnoses]
-    blocks.append(f"{check.id}: {check.summary}")
-    blocks.extend(f"  {c.case} {c.what}: {'ok' if c.passed else 'FAIL'}: {c.summary}" for c in check.cases)
+    blocks.append(one(f"{check.id}: {check.summary}"))
+    blocks.extend(one(f"  {c.case} {c.what}: {'ok' if c.passed else 'FAIL'}: {c.summary}") for c in check.cases)
     return "\n".join(blocks)
 
 
@@ -74,7 +88,7 @@ def suite_element(report: Report, info: RunInfo) -> ET.Element:
         _el(props, "property", name=name, value=value)
     if report.error is not None:
         case = _el(suite, "testcase", classname=classname, name="grade", time="0")
-        _el(case, "error", report.error, message=report.error, type="not-graded")
+        _el(case, "error", untrusted.line(report.error), message=report.error, type="not-graded")
         tests, errors = 1, 1
     for check in report.checks:
         tests += 1
@@ -97,7 +111,7 @@ def suite_element(report: Report, info: RunInfo) -> ET.Element:
     warnings = [explanation(d) for d in report.diagnoses if d.severity == "warning"]
     if report.output.total_bytes or warnings:
         _el(suite, "system-out", "\n\n".join([*warnings, report.output.text]))
-    suite.set("name", xml_text(report.path))
+    suite.set("name", xml_attribute(report.path))
     for key, count in (("tests", tests), ("failures", failures), ("errors", errors), ("skipped", skipped)):
         suite.set(key, str(count))
     suite.set("time", f"{report.duration_s:.3f}")
@@ -108,7 +122,7 @@ def suite_element(report: Report, info: RunInfo) -> ET.Element:
 
 class JunitReporter(DocumentReporter):
     def finish(self) -> None:
-        root = ET.Element("testsuites", {"name": xml_text(f"grader {self.info.suite_name}")})
+        root = ET.Element("testsuites", {"name": xml_attribute(f"grader {self.info.suite_name}")})
         totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         time = 0.0
         for report in self.reports:
@@ -122,5 +136,5 @@ class JunitReporter(DocumentReporter):
         root.set("time", f"{time:.3f}")
         ET.indent(root)
         self.stream.write('<?xml version="1.0" encoding="utf-8"?>\n')
-        self.stream.write(ET.tostring(root, encoding="unicode"))
+        self.stream.write(untrusted.xml_document(ET.tostring(root, encoding="unicode")))
         self.stream.write("\n")

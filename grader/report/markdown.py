@@ -2,9 +2,14 @@
 (``$GITHUB_STEP_SUMMARY``): the verdict counts, one table row per submission, and for the failed
 ones what was found and the fix.
 
-Paths and messages may come from a candidate, so every piece of text is escaped: Markdown
-punctuation and ``<`` get a backslash (no link, no emphasis, no raw HTML), ``&`` becomes
-``&amp;`` and a newline a space, so no cell can break the table. A fix is shown as a code span.
+Paths and messages may come from a candidate, so every piece of text is escaped: control
+characters are shown as escapes (grader.report.untrusted), Markdown punctuation and ``<`` get a
+backslash (no link, no emphasis, no raw HTML, no ``##[`` a CI runner would read), ``&`` becomes
+``&amp;`` and a line break a space, so no cell can break the table and no text starts a line.
+GitHub links a bare URL, ``www.`` address or e-mail address and notifies an ``@mention`` with no
+markup at all, so a zero-width space (``&#8203;``, invisible when rendered) goes after each
+``@`` and inside each ``://`` and ``www.``. A fix is shown as a code span, where GitHub links
+and mentions nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import IO
 
+from grader.report import untrusted
 from grader.report.base import DocumentReporter, RunInfo
 from grader.report.model import Report
 from grader.report.summary import RunSummary
@@ -19,17 +25,18 @@ from grader.report.summary import RunSummary
 MAX_ROWS = 1000
 MAX_DETAILS = 50
 _SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#|~])")
+_AUTOLINK = re.compile(r"(@|:(?=//)|\b[wW]{3}(?=\.))")
 
 
 def md(text: str) -> str:
-    text = " ".join(text.replace("&", "&amp;").split())
-    return _SPECIAL.sub(r"\\\1", text)
+    text = " ".join(untrusted.lines(text).replace("&", "&amp;").split())
+    return _AUTOLINK.sub(r"\1&#8203;", _SPECIAL.sub(r"\\\1", text))
 
 
 def md_code(text: str) -> str:
     """``text`` as an inline code span (the fix is code): nothing in it is markup or HTML. The
     fence is one backtick longer than any run of backticks inside, as CommonMark allows."""
-    text = " ".join(text.split())
+    text = untrusted.no_commands(" ".join(untrusted.lines(text).split()))
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -52,7 +59,7 @@ def render(reports: list[Report], info: RunInfo) -> str:
     if len(reports) > MAX_ROWS:
         lines.append(f"| | and {len(reports) - MAX_ROWS} more | | | |")
     if summary.diagnoses:
-        lines += ["", "**Most frequent diagnoses:** " + ", ".join(f"{code} {md(name)} ({n})" for code, name, n in summary.diagnoses)]
+        lines += ["", "**Most frequent diagnoses:** " + ", ".join(f"{md(code)} {md(name)} ({n})" for code, name, n in summary.diagnoses)]
     failed = [r for r in reports if not r.passed][:MAX_DETAILS]
     for r in failed:
         lines += ["", f"### {md(r.path)}", ""]
@@ -60,7 +67,7 @@ def render(reports: list[Report], info: RunInfo) -> str:
             lines.append(f"- not graded: {md(r.error)}")
         for d in r.diagnoses:
             where = f" (line {d.location.line})" if d.location is not None else ""
-            lines.append(f"- **{d.code} {md(d.name)}**{where}: {md(d.message)}. Fix: {md_code(d.fix)}")
+            lines.append(f"- **{md(d.code)} {md(d.name)}**{where}: {md(d.message)}. Fix: {md_code(d.fix)}")
     return "\n".join(lines) + "\n"
 
 

@@ -5,7 +5,8 @@ comparison, then a panel per diagnosis (what was measured, where, why it matters
 what the submission printed. Every piece of text is a rich Text, never markup: what came from the
 submission cannot inject markup, and no title is parsed for markup or emoji names. Text from the
 submission also has its control characters shown as escapes (``shown``), so it cannot move the
-cursor, recolour or retitle the terminal.
+cursor, recolour or retitle the terminal, and its newlines too (but in what it printed), so it
+cannot start a line of the report.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rich.text import Text
 
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.registry import BY_NAME
+from grader.report import untrusted
 from grader.report.base import RunInfo
 from grader.report.heatmap import weights_heatmap
 from grader.report.model import Report
@@ -29,16 +31,15 @@ from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
 MARKS = {"passed": ("PASS", "green"), "failed": ("FAIL", "red"), "skipped": ("SKIP", "yellow"), "error": ("ERR", "magenta")}
 OUTPUT_LINES = 12
 
-# Control characters as visible escapes (ESC as \x1b). Written here because rich has no call for
-# it: Text drops only bell, backspace, VT, FF and CR, and rich.control.escape_control_codes escapes
-# just those five, so an ESC sequence printed by a submission would reach the terminal as a command.
-# Newline and tab stay: they are layout, and rich lays them out.
-_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if chr(code) not in "\n\t"}
-
-
 def shown(text: str, style: str = "") -> Text:
-    """Text from a submission as a rich Text: never markup, its control characters escaped."""
-    return Text(text.translate(_CONTROLS), style=style)
+    """Text from a submission as a rich Text on one line: never markup, its control characters
+    (newline included) escaped, no workflow command in it (see grader.report.untrusted)."""
+    return Text(untrusted.no_commands(untrusted.line(text)), style=style)
+
+
+def shown_lines(text: str, style: str = "") -> Text:
+    """As ``shown``, keeping newlines and tabs: the layout of what a submission printed."""
+    return Text(untrusted.no_commands(untrusted.lines(text)), style=style)
 
 
 def check_table(report: Report) -> Table:
@@ -83,13 +84,17 @@ def output_block(report: Report) -> RenderableType | None:
     out = report.output
     if out.total_bytes == 0:
         return None
-    lines = out.text.splitlines()
+    # Escaped before it is cut into lines: a carriage return or a form feed is shown, not taken
+    # as a line break (str.splitlines would).
+    lines = untrusted.lines(out.text).split("\n")
+    if lines and not lines[-1]:
+        lines.pop()
     note = f"the submission printed {out.total_bytes} bytes"
     if out.truncated_bytes or len(lines) > OUTPUT_LINES:
         note += f"; showing the first {min(len(lines), OUTPUT_LINES)} lines"
         if out.truncated_bytes:
             note += f" ({out.truncated_bytes} bytes were cut)"
-    return Panel(shown("\n".join(lines[:OUTPUT_LINES])), title=Text(note, style="dim"), title_align="left", border_style="dim")
+    return Panel(shown_lines("\n".join(lines[:OUTPUT_LINES])), title=Text(note, style="dim"), title_align="left", border_style="dim")
 
 
 def sandbox_line(layers: tuple[Layer, ...]) -> Text:

@@ -6,7 +6,12 @@ imports anything heavy.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+# Stdlib only, like this module; importing it puts the grader's import folders on sys.path in the
+# fork server (see paths.adopt_import_path).
+from grader.sandbox.isolation.paths import IMPORT_PATH_VAR, import_path
 
 # Only what Python and numpy need. Nothing of the caller's environment (tokens, keys, CI secrets)
 # is passed on.
@@ -26,6 +31,8 @@ BASE_ENV = {
     # space each: a framework with a thread pool (JAX starts about 17 threads) would exhaust the
     # address-space limit on reservations alone.
     "MALLOC_ARENA_MAX": "2",
+    # Computed in the grader when it imports this module, after site processing.
+    IMPORT_PATH_VAR: json.dumps(list(import_path())),
 }
 
 # The worker imports the very same `grader` package as this process (an installed copy and a source

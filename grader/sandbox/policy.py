@@ -9,6 +9,11 @@ request and computes nothing from the submission, whose code it has not loaded y
   live in it), the stored references and the default suite, wherever they are (next to
   ``grader/`` in a source checkout, inside it when installed), and the references of the suite in
   use. Hidden wins over readable: a hidden folder inside a readable one stays unreadable.
+* masked: a candidate's ``.git`` folders (``actions/checkout`` leaves the job's token in
+  ``.git/config``), covered by the mount namespace only: a Landlock carve-out would make the
+  checkout's own folder unlistable and its helper modules unimportable.
+* alone: a loose file of a batch folder is readable on its own, never its folder, so it cannot
+  read or import its neighbours (other candidates' files).
 * the layers to apply (all, unless a test selects fewer) and, in strict mode, the guarantees
   without which the worker must not load the submission at all.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import functools
+import os
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -63,12 +69,49 @@ def readable_paths(submission: Path, folders: tuple[str, ...] = ()) -> tuple[str
     return (*default_readable_paths(str(submission.parent), *folders), str(submission))
 
 
-def request_meta(submission: Path, workdir: str, settings: SandboxSettings, folders: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The "sandbox" part of a worker request (``submission`` resolved)."""
+SECRET_NAMES = frozenset({".git"})
+MAX_SECRET_SCAN = 20000  # entries of a checkout looked through for .git folders
+
+
+def checkout_secrets(root: Path) -> tuple[str, ...]:
+    """Every ``.git`` (folder, or a submodule's file) inside ``root``, the outermost ones, without
+    following links. Bounded: past MAX_SECRET_SCAN entries the rest is not looked at (discovery
+    refuses links out, so what is missed is only deep inside a huge checkout)."""
+    found: list[str] = []
+    stack = [str(root)]
+    seen = 0
+    while stack and seen <= MAX_SECRET_SCAN:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        seen += len(entries)
+        for entry in entries:
+            if entry.name in SECRET_NAMES and not entry.is_symlink():
+                found.append(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return tuple(sorted(found))
+
+
+def request_meta(
+    submission: Path,
+    workdir: str,
+    settings: SandboxSettings,
+    folders: tuple[str, ...] = (),
+    root: Path | None = None,
+    alone: bool = False,
+) -> dict[str, Any]:
+    """The "sandbox" part of a worker request (``submission`` resolved; ``root`` the candidate's
+    folder; ``alone`` for a loose file, which may read itself and nothing beside it)."""
+    readable = readable_paths(submission, () if alone else folders)
+    if alone:
+        readable = tuple(p for p in readable if p != str(submission.parent))
     return {
         "workdir": workdir,
-        "readable": list(readable_paths(submission, folders)),
+        "readable": list(readable),
         "hidden": list(hidden_paths(settings.hidden)),
+        "masked": list(checkout_secrets(root)) if root is not None and not alone else [],
         "processes": settings.processes,
         "open_files": settings.open_files,
         "layers": None if settings.layers is None else sorted(settings.layers),

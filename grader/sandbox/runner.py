@@ -268,6 +268,7 @@ def run_submission(
     forkserver: ForkServer | None = None,
     on_waiting: Callable[[], None] | None = None,
     slot: AbstractContextManager[Any] | None = None,
+    alone: bool = False,
 ) -> WorkerRun:
     """Run one submission on ``probes`` in a fresh worker process (forked by ``forkserver`` when
     given and working); ``on_waiting`` is called once the request is built and this thread has
@@ -275,13 +276,15 @@ def run_submission(
     semaphore) is held while the worker lives. Raises SandboxError only when the
     worker cannot be started at all, and
     SandboxUnavailable in strict mode when the worker lacked a guarantee (it then never loaded
-    the submission); everything the submission does is in the WorkerRun."""
+    the submission); everything the submission does is in the WorkerRun. ``alone`` (a loose
+    file of a batch) lets the worker read the file but not the folder it lies in."""
     sandbox = sandbox or SandboxSettings()
     workdir = tempfile.mkdtemp(prefix="grader-work-")
     resolved = submission.resolve()
     plan = (how or {}).get("plan") or {}
     folders = tuple(str(f) for f in [plan.get("root"), *(plan.get("sys_path") or [])] if isinstance(f, str) and f)
-    request = build_request(resolved, function, probes, limits, request_meta(resolved, workdir, sandbox, folders), how)
+    root = Path(plan["root"]) if isinstance(plan.get("root"), str) and plan["root"] else resolved.parent
+    request = build_request(resolved, function, probes, limits, request_meta(resolved, workdir, sandbox, folders, root, alone), how)
     try:
         try:
             pipes = _Pipes(request)
@@ -297,7 +300,7 @@ def run_submission(
         finally:
             pipes.close()
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_workdir(workdir)
     if sandbox.strict and missing_guarantees(run.sandbox):
         raise SandboxUnavailable(f"--strict-sandbox: the worker for {submission} lacked {why_missing(run.sandbox)}; it was not loaded")
     if run.status != "completed":
@@ -305,6 +308,23 @@ def run_submission(
         pending = [p.name for p in probes if (p.name, 0) not in run.observations]
         run = replace(run, last_probe=pending[0] if pending and run.load is not None and run.load.ok else None)
     return run
+
+
+def remove_workdir(workdir: str) -> None:
+    """Remove a worker's folder whatever the submission did to its modes: a folder it made
+    mode 000 (or 0300: no listing) cannot be listed by an unprivileged grader, and rmtree would
+    leave it behind. Every folder gets its owner's rights back first, top down and never through a
+    link; as root this needs nothing, as the worker's owner it is always allowed."""
+    stack = [workdir]
+    while stack:
+        folder = stack.pop()
+        try:
+            os.chmod(folder, 0o700)
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        stack += [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 class _Pipes:

@@ -30,6 +30,9 @@ import traceback
 import types
 from typing import Any, Callable
 
+# First: importing it puts the grader's import folders on sys.path (-I left PYTHONPATH and the
+# user site out), where numpy, torch or jax may be (see paths.adopt_import_path).
+import grader.sandbox.isolation.paths  # noqa: F401  # isort: skip
 import numpy as np
 
 from grader.frameworks import relative_limits, worker_adapter
@@ -229,6 +232,7 @@ def isolate(meta: dict[str, Any], with_limits: bool = True, only_limits: bool = 
         file_bytes=int(limits["file_bytes"]),
         open_files=int(box["open_files"]),
         processes=int(box["processes"]),
+        masked=tuple(str(p) for p in box.get("masked", ())),
     )
     only = set(box["layers"]) if box.get("layers") is not None else None
     if only_limits:

@@ -26,6 +26,7 @@ One module per concern, each with the syscalls it needs:
 * ``landlock``: the filesystem, TCP and scoping rulesets.
 * ``limits``: the rlimits.
 * ``identity``: the drop to nobody and of capabilities, parent-death signal, no_new_privs.
+* ``keyring``: a private user keyring and a fresh session keyring.
 * ``supervisor``: running a function in a forked child and ending as it ended.
 * ``pidns``: the PID namespace, the fork server's NamespaceForks, the subreaper fallback.
 
@@ -64,6 +65,7 @@ import time
 from collections.abc import Callable, Collection
 
 from grader.sandbox.isolation.identity import NOBODY, _can_drop_to_nobody, _layer_no_new_privs, _layer_parent_death, _layer_unprivileged, _why_root_stays, set_parent_death_signal
+from grader.sandbox.isolation.keyring import _layer_keyring
 from grader.sandbox.isolation.landlock import _enforce, _prepare
 from grader.sandbox.isolation.limits import _layer_rlimits, _vm_size
 from grader.sandbox.isolation.model import GUARANTEES, LAYER_NAMES, Layer, Policy, _failed, missing_guarantees, why_missing
@@ -139,6 +141,11 @@ def apply_isolation(policy: Policy, *, only: Collection[str] | None = None) -> l
         capability. After everything that needs privileges. Root stays root (without
         capabilities) when 65534 could not read a readable path even after step 4: a correct
         submission must never become a load error because of the sandbox.
+    8b. keyring: a user namespace of the worker's own (its user keyring is then its own, not
+        uid 65534's that every worker shares) and a fresh session keyring (not the grader's).
+        After step 8, so the keyrings belong to the unprivileged uid; before step 9, since
+        entering a user namespace changes the credentials and the kernel then clears the
+        parent-death signal.
      9. parent-death signal and no_new_privs: PR_SET_PDEATHSIG is cleared by the kernel on every
         change of euid/egid, so it is set after step 8. no_new_privs is required for Landlock
         (restrict_self without CAP_SYS_ADMIN) and blocks regaining privileges through setuid
@@ -179,6 +186,7 @@ def apply_isolation(policy: Policy, *, only: Collection[str] | None = None) -> l
         still_root = not drop and os.geteuid() == 0
         layers.append(run("rlimits", lambda: _layer_rlimits(policy, will_be_root=still_root)))  # 6
         layers.append(run("unprivileged-user", lambda: _layer_unprivileged(workdir, readable, drop, kept_because)))  # 7, 8
+        layers.append(run("keyring", _layer_keyring))  # 8b
         layers.append(run("parent-death-signal", lambda: _layer_parent_death(ppid)))  # 9
         layers.append(run("no-new-privs", _layer_no_new_privs))
         enforced = _enforce(rulesets, threads)  # 10

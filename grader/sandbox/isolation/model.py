@@ -25,6 +25,7 @@ LAYER_NAMES: tuple[str, ...] = (
     "mount-namespace",
     "rlimits",
     "unprivileged-user",
+    "keyring",
     "parent-death-signal",
     "no-new-privs",
     "landlock-fs",
@@ -72,6 +73,9 @@ class Policy:
     file_bytes: int  # RLIMIT_FSIZE: largest file the process may write
     open_files: int  # RLIMIT_NOFILE
     processes: int  # RLIMIT_NPROC: only enforced for a non-root uid
+    # Covered by the mount namespace only (a checkout's .git/): a Landlock carve-out would leave
+    # the checkout's own folder unlistable, and its helper modules unimportable.
+    masked: tuple[str, ...] = ()
 
 
 def _failed(name: str, exc: BaseException) -> Layer:

@@ -104,7 +104,8 @@ def _layer_mount(policy: Policy, hidden: list[str], reach_for: tuple[int, int] |
         except OSError as exc:
             notes.append(f"making readable paths reachable failed: {exc}")
     covered = 0
-    for path in hidden:
+    masked = [m for m in _outermost(_existing(policy.masked)) if not any(_beneath(m, h) for h in hidden)]
+    for path in [*hidden, *masked]:
         try:
             if os.path.isdir(path):
                 _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=000,size=4k,nr_inodes=2")
@@ -128,5 +129,7 @@ def _layer_mount(policy: Policy, hidden: list[str], reach_for: tuple[int, int] |
             notes.append("fresh /proc of the PID namespace")
         except OSError as exc:
             notes.append(f"/proc not remounted: {exc.strerror}")
-    notes.insert(0, f"private mount namespace; {covered}/{len(hidden)} hidden path(s) covered by an empty read-only mount")
-    return Layer("mount-namespace", covered == len(hidden), "; ".join(notes))
+    expected = len(hidden) + len(masked)
+    secrets = f" (the checkout's .git: {len(masked)})" if masked else ""
+    notes.insert(0, f"private mount namespace; {covered}/{expected} hidden path(s){secrets} covered by an empty read-only mount")
+    return Layer("mount-namespace", covered == expected, "; ".join(notes))

@@ -9,11 +9,13 @@ unreachable (``mounts`` then exposes it; ``identity`` keeps root when it cannot)
 from __future__ import annotations
 
 import functools
+import json
 import os
 import site
 import stat
 import sys
 import sysconfig
+import tempfile
 from collections.abc import Iterable
 
 
@@ -45,21 +47,73 @@ def _outermost(paths: Iterable[str]) -> list[str]:
     return kept
 
 
+# The grader's import folders, in its own order, for the worker and the fork server: both start
+# with -I, which ignores PYTHONPATH and the user site (see import_path, adopt_import_path).
+IMPORT_PATH_VAR = "GRADER_IMPORT_PATH"
+
+
+def import_path(entries: list[str] | None = None) -> tuple[str, ...]:
+    """The folders (and zip files) this interpreter imports from: ``sys.path`` after site
+    processing (``.pth`` entries, PYTHONPATH, the user site, a base prefix), canonical, existing,
+    in order. Left out: '' and the current folder (the grader may run from its own checkout or
+    from the candidates' folder), the home folder and any folder holding it or the temporary
+    folder (the workers' own folders live there); folders below the home folder (~/.local/lib/...)
+    stay."""
+    cwd = os.path.realpath(os.getcwd())
+    home = os.path.realpath(os.path.expanduser("~"))
+    tmp = os.path.realpath(tempfile.gettempdir())
+    found: list[str] = []
+    for entry in sys.path if entries is None else entries:
+        if not isinstance(entry, str) or not entry:
+            continue
+        real = os.path.realpath(os.path.abspath(entry))
+        if real == cwd or _beneath(home, real) or _beneath(tmp, real) or not os.path.exists(real):
+            continue
+        if real not in found:
+            found.append(real)
+    return tuple(found)
+
+
+def adopt_import_path() -> None:
+    """In a worker or the fork server: append the grader's import folders (IMPORT_PATH_VAR) after
+    the interpreter's own, in order, so that what the grader imports the worker imports too.
+    Only in an interpreter started with -I, which is how both are started."""
+    if not sys.flags.isolated or IMPORT_PATH_VAR not in os.environ:
+        return
+    try:
+        entries = json.loads(os.environ[IMPORT_PATH_VAR])
+    except ValueError:
+        return
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, str) and entry and entry not in sys.path:
+            sys.path.append(entry)
+
+
 def default_readable_paths(*extra: str) -> tuple[str, ...]:
-    """What a Python worker with numpy needs to read after isolation, plus ``extra``.
+    """What a Python worker needs to read after isolation, plus ``extra``.
 
     The interpreter's prefixes (stdlib, lib-dynload, site-packages: needed for every module
-    imported after isolation, and for tracebacks) and the system library folders (extension
-    modules dlopen libz, libffi, ... on first import). Never the current folder or sys.path[0],
-    which may be the grader's source tree with its references. Add the submission's folder.
+    imported after isolation, and for tracebacks), every other folder the grader itself imports
+    from (its ``sys.path`` after site processing: ``.pth`` entries, PYTHONPATH, the user site, a
+    base prefix; see import_path), the system library folders (extension modules dlopen
+    libz, libffi, ... on first import) and what CPU-detecting libraries read (torch's and
+    XNNPACK's cpuinfo print an error when /proc/cpuinfo is hidden). Never the current folder or
+    the home folder, which may hold the grader's source tree or other candidates: sys.path
+    entries equal to them are left out. Hidden paths below any of these stay hidden (the policy
+    says so, and every layer applies it). Add the submission's folder.
     """
-    return tuple(_outermost([*_interpreter_paths(), *_existing(extra)]))
+    return tuple(_outermost([*_interpreter_paths(tuple(sys.path), os.getcwd()), *_existing(extra)]))
 
 
-@functools.lru_cache(maxsize=1)
-def _interpreter_paths() -> tuple[str, ...]:
+# Read-only views the worker gets of the machine's CPUs (cpuinfo in torch and XNNPACK in JAX
+# parse them at import; without them they print to the submission's output).
+CPU_INFO_PATHS = ("/proc/cpuinfo", "/sys/devices/system/cpu")
+
+
+@functools.lru_cache(maxsize=4)
+def _interpreter_paths(search_path: tuple[str, ...], cwd: str) -> tuple[str, ...]:
     """The fixed part of default_readable_paths, resolved once per process (a batch asks for it
-    once per submission)."""
+    once per submission); computed again when sys.path or the current folder change."""
     candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
     paths = sysconfig.get_paths()
     candidates += [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
@@ -67,7 +121,8 @@ def _interpreter_paths() -> tuple[str, ...]:
         candidates += site.getsitepackages()
     except AttributeError:
         pass  # old virtualenv's site module
-    candidates += ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache"]
+    candidates += import_path(list(search_path))
+    candidates += ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache", *CPU_INFO_PATHS]
     return tuple(_existing(candidates))
 
 
@@ -112,3 +167,8 @@ def _unreachable(paths: Iterable[str], uid: int, gid: int) -> list[str]:
         if _first_blocker(path, uid, gid) is not None or not _may(st, uid, gid, wanted):
             bad.append(path)
     return bad
+
+
+# In the worker and the fork server (both started with -I), before numpy is imported: each imports
+# this module first (worker.py; env.py for the fork server).
+adopt_import_path()
