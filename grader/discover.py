@@ -55,13 +55,13 @@ from pathlib import Path
 
 from grader.entry import Entry, EntryError, conventional_file, resolve_entry
 from grader.errors import UsageError
-from grader.frameworks import parse_quietly
+from grader.frameworks import MAX_PARSED_BYTES, parse_quietly
 
 CONVENTIONAL = ("attention.py", "solution.py", "submission.py")
 SUFFIXES = (".py", ".ipynb")  # what a file given directly, or lying in a graded folder, may be
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "build", "dist"})
 MAX_FILES = 2000
-MAX_PARSE_BYTES = 2 * 1024 * 1024  # a bigger file is not parsed (it could only be generated)
+MAX_PARSED_PER_CHECKOUT = 4 * MAX_PARSED_BYTES  # source parsed in search of the function, per checkout
 MAX_CHECKOUT_BYTES = 64 * 1024 * 1024  # parsed or hashed per checkout, so a huge one cannot stall a batch
 MAX_ENTRIES = 20000  # entries of a checkout looked at for links and for the hash
 HIDDEN_DIRS = frozenset({".git"})  # never shown to the worker (CI tokens in .git/config), never hashed
@@ -268,12 +268,21 @@ def _defines(tree: ast.Module, name: str) -> bool:
 def defines_function(path: Path, name: str) -> bool:
     """Parse (never import) ``path`` and tell whether it defines ``name`` at module level."""
     try:
-        if path.stat().st_size > MAX_PARSE_BYTES:
+        if path.stat().st_size > MAX_PARSED_BYTES:
             return False
         tree = parse_quietly(path.read_bytes(), filename=str(path))  # its warnings quote the file
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return _defines(tree, name)
+
+
+def _names(path: Path, name: str) -> bool:
+    """Whether ``name`` occurs in the file at all: the cheap test that spares most files the
+    parser (a definition needs the name)."""
+    try:
+        return path.stat().st_size <= MAX_PARSED_BYTES and name.encode() in path.read_bytes()
+    except OSError:
+        return False
 
 
 def _rank(path: Path, rule: Rule) -> int:
@@ -303,8 +312,10 @@ def find_in_checkout(folder: Path, rule: Rule, label: str | None = None) -> Subm
         return Submission(label, None, folder, tuple(files), error=why)
     candidates = [f for f in files if not _is_test_file(f.name)]
     definers = []
-    budget = MAX_CHECKOUT_BYTES
+    budget = MAX_PARSED_PER_CHECKOUT
     for f in candidates:
+        if not _names(f, rule.function):
+            continue
         try:
             budget -= f.stat().st_size
         except OSError:

@@ -241,9 +241,44 @@ def test_a_huge_checkout_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     import grader.discover as discover_module
 
     monkeypatch.setattr(discover_module, "MAX_CHECKOUT_BYTES", 200)
+    monkeypatch.setattr(discover_module, "MAX_PARSED_PER_CHECKOUT", 200)
     write(tmp_path / "a_big.py", "# padding\n" * 30 + DEFINES)  # over the budget: not parsed
     write(tmp_path / "solution.py", "x = 1\n")
     sub = find_in_checkout(tmp_path, Rule())
     assert sub.file == tmp_path / "solution.py"  # the conventional name still decides
     with pytest.raises(discover_module.TooLarge):
         sub.content_hash()
+
+
+def test_the_parser_refuses_a_source_too_long_to_parse_cheaply() -> None:
+    from grader.frameworks import MAX_PARSED_BYTES, SourceTooLarge, parse_quietly
+
+    parse_quietly("def attention(Q, K, V):\n    return V\n" + "#" * (MAX_PARSED_BYTES - 100))
+    with pytest.raises(SourceTooLarge):
+        parse_quietly("x = [" + "1," * MAX_PARSED_BYTES + "]\n")
+
+
+def test_generated_files_in_a_checkout_cost_the_parser_a_bounded_amount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six generated files of 1.9 MB once took discovery half a minute and a gigabyte: now files
+    over the parser's cap are not parsed, files that never name the function are not parsed,
+    and the rest is parsed up to a budget per checkout."""
+    import grader.discover as discover_module
+    from grader.frameworks import MAX_PARSED_BYTES
+
+    for i in range(6):
+        (tmp_path / f"generated_{i}.py").write_text("attention = [" + "1," * 950_000 + "]\n")
+    for i in range(40):
+        (tmp_path / f"medium_{i:02}.py").write_text("# uses attention\nvalues = [" + "1," * (MAX_PARSED_BYTES // 4) + "]\n")
+        (tmp_path / f"unrelated_{i:02}.py").write_text("values = [" + "1," * (MAX_PARSED_BYTES // 4) + "]\n")
+    (tmp_path / "zz_attention.py").write_text("def attention(Q, K, V):\n    return V\n")
+    parsed: list[int] = []
+    real = discover_module.parse_quietly
+
+    def recording(source: bytes, filename: str = "<unknown>") -> object:
+        parsed.append(len(source))
+        return real(source, filename=filename)
+
+    monkeypatch.setattr(discover_module, "parse_quietly", recording)
+    find_in_checkout(tmp_path, Rule())
+    assert parsed and max(parsed) <= MAX_PARSED_BYTES
+    assert sum(parsed) <= discover_module.MAX_PARSED_PER_CHECKOUT + MAX_PARSED_BYTES
