@@ -90,6 +90,7 @@ class Submission:
     folder: Path | None = None  # the checkout, for candidates
     related: tuple[Path, ...] = ()  # every Python file of the checkout: they key the cache
     error: str | None = None  # why there is nothing to grade
+    loose: bool = False  # a file found in a folder of submissions: its worker may read it alone
 
     def content_hash(self) -> str:
         """SHA-256 over what the verdict depends on: the graded file's bytes and, for a checkout,
@@ -398,7 +399,7 @@ def _folder_entries(folder: Path, rule: Rule) -> list[Submission]:
             where = "outside the folder" if not _inside(path, real) else "another entry of the folder"
             found.append(Submission(str(path), None, error=f"a symbolic link to {where}; not followed"))
         elif is_file:
-            found.append(Submission(str(path), path))
+            found.append(Submission(str(path), path, loose=True))
         else:
             found.append(find_in_checkout(path, rule))
     return found

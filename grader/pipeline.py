@@ -202,7 +202,7 @@ def observe_one(
     if submission.file is None:
         return Graded(error_report(Path(submission.label), prepared, submission.error or "nothing to grade"), False)
     try:
-        return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, slot=slot)
+        return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, slot=slot, alone=submission.loose)
     except GraderEnvironmentError as exc:  # not graded, not cached; the run exits 2 (see cli)
         return Graded(error_report(submission.file, prepared, str(exc), environment=True), False)
     except GraderError as exc:
@@ -218,9 +218,11 @@ def observe(
     *,
     forkserver: ForkServer | None = None,
     slot: AbstractContextManager[Any] | None = None,
+    alone: bool = False,
 ) -> Observed:
     """Run one submission file (.py or notebook) in a worker (forked by ``forkserver`` if given)
-    and collect what it did; ``slot`` is held while the worker lives (see run_submission).
+    and collect what it did; ``slot`` is held while the worker lives (see run_submission);
+    ``alone``: the worker may read the file but not its folder (one of many in a batch folder).
     Nothing here compares anything with the references. Raises SandboxError when no worker can
     run it (for example --strict-sandbox without isolation)."""
     submission = prepare_submission(path, prepared.framework, root)
@@ -232,7 +234,7 @@ def observe(
         shapes = {(p.Q.shape, p.K.shape, p.V.shape, None if p.mask is None else p.mask.shape) for p in prepared.probes}
         limits = replace(limits, startup_s=FRAMEWORK_STARTUP_S, timeout_s=limits.timeout_s + compile_allowance(submission.framework, len(shapes)))
         sandbox = replace(sandbox, processes=max(sandbox.processes, FRAMEWORK_PROCESSES))
-    run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver, slot=slot)
+    run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver, slot=slot, alone=alone)
     problem = environment_problem(path, run.load, (str(root or path.resolve().parent), *hidden_paths(sandbox.hidden)))
     if problem is not None:
         raise GraderEnvironmentError(problem)

@@ -1,0 +1,72 @@
+"""A loose file of a batch folder sees only itself: never the other candidates' files beside it.
+
+The thief lists its folder, reads its neighbour and imports it, and would pass with the
+neighbour's correct code; it only reads and prints, so it is harmless even if the sandbox failed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+VICTIM = '''\
+# NEIGHBOUR-SECRET-7f3a
+import numpy as np
+
+
+def attention(Q, K, V):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ V
+'''
+
+THIEF = '''\
+import importlib.util
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+for what, action in (
+    ("listing", lambda: sorted(os.listdir(HERE))),
+    ("reading", lambda: open(os.path.join(HERE, "a_victim.py")).read()),
+):
+    try:
+        print(what, "SUCCEEDED", action())
+    except OSError as exc:
+        print(what, "failed", type(exc).__name__)
+spec = importlib.util.spec_from_file_location("stolen", os.path.join(HERE, "a_victim.py"))
+stolen = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(stolen)
+attention = stolen.attention
+'''
+
+
+def test_a_loose_file_cannot_read_or_run_its_neighbour(tmp_path: Path) -> None:
+    (tmp_path / "a_victim.py").write_text(VICTIM)
+    (tmp_path / "b_thief.py").write_text(THIEF)
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "--no-cache", "--format", "json", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    by_name = {Path(s["path"]).name: s for s in json.loads(done.stdout)["submissions"]}
+    assert by_name["a_victim.py"]["passed"]
+    thief = by_name["b_thief.py"]
+    assert not thief["passed"]
+    assert "NEIGHBOUR-SECRET" not in done.stdout and "SUCCEEDED" not in done.stdout
+    assert "a_victim.py" not in json.dumps(thief["output"]), thief["output"]
+
+
+def test_a_single_file_still_imports_its_own_helper_module(tmp_path: Path) -> None:
+    """Graded by name (not found in a folder of submissions), a file's folder is its own: the
+    helper modules beside it load as before."""
+    (tmp_path / "helpers.py").write_text(VICTIM.replace("def attention", "def attention_impl"))
+    (tmp_path / "solution.py").write_text("from helpers import attention_impl as attention\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "--no-cache", "--format", "json", str(tmp_path / "solution.py")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
