@@ -50,6 +50,13 @@ def located(path: Path, name: str, **evidence: object) -> str | None:
         ("buggy/nondeterministic.py", "nondeterministic", "np.random.rand"),
         ("buggy/hardcoded-shapes.py", "hardcoded", "not in KNOWN"),
         ("buggy/timeout.py", "timeout", "while True"),
+        # Indirect scales, in numpy, torch and JAX code (read as text: no framework is imported).
+        ("buggy/rank-scale-ndim.py", "scale-constant", "np.sqrt(d)"),
+        ("buggy/rank-scale-dim-torch-class.py", "scale-constant", "/ self.scale"),
+        ("buggy/rank-scale-ndim-jax.py", "scale-constant", "jnp.sqrt(k.ndim)"),
+        ("buggy/rank-scale-size2-torch.py", "scale-by-seq-len", "math.sqrt(d_k)"),
+        ("buggy/rank-scale-shape2-einsum.py", "scale-by-seq-len", "Q.shape[2]"),
+        ("buggy/rank-transpose01-torch.py", "batch-transpose", "k.transpose(0, 1)"),
     ],
 )
 def test_the_line_of_each_mistake_is_found(path: str, name: str, fragment: str) -> None:
@@ -101,3 +108,17 @@ def test_hostile_files_give_no_location_and_no_error(tmp_path: Path, content: by
 
 def test_a_missing_file_gives_no_location(tmp_path: Path) -> None:
     assert located(tmp_path / "gone.py", "batch-transpose") is None
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "fragment"),
+    [
+        ("buggy/rank-transpose01-torch.py", "batch-transpose", "k.transpose(-2, -1)"),
+        ("buggy/rank-scale-size2-torch.py", "scale-by-seq-len", "math.sqrt(q.size(-1))"),
+        ("buggy/rank-scale-ndim-jax.py", "scale-constant", "jnp.swapaxes"),
+        ("buggy/rank-scale-ndim.py", "scale-constant", "np.swapaxes"),
+    ],
+)
+def test_the_fix_is_written_in_the_submissions_framework(path: str, name: str, fragment: str) -> None:
+    (d,) = attach_locations(CORPUS / path, [Diagnosis.of(name, "measured")])
+    assert fragment in d.fix

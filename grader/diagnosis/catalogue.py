@@ -43,6 +43,12 @@ class Option:
     describe: str = ""  # what the submission does, as a phrase: "divides the scores by d_k"
     also: tuple[str, ...] = ()  # further Rules the same line breaks (1/Q.shape[1]: no root, wrong axis)
     combines: int = 3  # the most mistakes a variant holding this option has (see MOST_MISTAKES)
+    # The input ranks (2, 3, 4) on which the option computes what the correct one does: a
+    # hard-coded axis or position is right for one rank and wrong (or raising) for another.
+    right_on: tuple[int, ...] = ()
+    # The axes that may deviate beside this option (empty: any); rank-dependent options meet the
+    # common mistakes only, which keeps the tiers they add to small.
+    beside: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -85,6 +91,17 @@ def _axis_size(array: int, axis: int) -> Size:
     return lambda Q, K, V: (Q, K, V)[array].shape[axis]
 
 
+def _lifted_size(array: int, axis: int) -> Size:
+    """A size read at a fixed position after a single sequence is made a batch of one (x[None])."""
+    return lambda Q, K, V: (Q, K, V)[array][None].shape[axis] if (Q, K, V)[array].ndim == 2 else (Q, K, V)[array].shape[axis]
+
+
+def _rank(Q: Array, K: Array, V: Array) -> float:
+    return float(K.ndim)
+
+
+RANK_BESIDE = ("scale", "product", "softmax", "shift")  # what the rank-dependent products meet
+
 SCALE = Axis(
     "scale",
     (
@@ -95,8 +112,8 @@ SCALE = Axis(
         Option("1/sqrt(T_q)", "scale-by-seq-len", _inverse_root(SIZES["T_q"]), "divides by sqrt(T_q), the number of queries"),
         Option("1/T_k", "scale-by-seq-len", _inverse(SIZES["T_k"]), "divides by T_k, the number of keys"),
         Option("1/T_q", "scale-by-seq-len", _inverse(SIZES["T_q"]), "divides by T_q, the number of queries"),
-        Option("1/sqrt(Q.shape[1])", "scale-by-seq-len", _inverse_root(_axis_size(0, 1)), "divides by sqrt(Q.shape[1]): d_k on a single sequence, a token or head count on a batch"),
-        Option("1/sqrt(K.shape[1])", "scale-by-seq-len", _inverse_root(_axis_size(1, 1)), "divides by sqrt(K.shape[1]): d_k on a single sequence, a token or head count on a batch"),
+        Option("1/sqrt(Q.shape[1])", "scale-by-seq-len", _inverse_root(_axis_size(0, 1)), "divides by sqrt(Q.shape[1]): d_k on a single sequence, a token or head count on a batch", right_on=(2,)),
+        Option("1/sqrt(K.shape[1])", "scale-by-seq-len", _inverse_root(_axis_size(1, 1)), "divides by sqrt(K.shape[1]): d_k on a single sequence, a token or head count on a batch", right_on=(2,)),
         Option("1/sqrt(Q.shape[0])", "scale-by-seq-len", _inverse_root(_axis_size(0, 0)), "divides by sqrt(Q.shape[0]) (len(Q)): T_q on a single sequence, the batch size on a batch"),
         Option("1/sqrt(K.shape[0])", "scale-by-seq-len", _inverse_root(_axis_size(1, 0)), "divides by sqrt(K.shape[0]) (len(K)): T_k on a single sequence, the batch size on a batch"),
         Option("1/Q.shape[1]", "scale-by-dk", _inverse(_axis_size(0, 1)), "divides by Q.shape[1]: d_k on a single sequence (with no square root), a token or head count on a batch", ("scale-by-seq-len",)),
@@ -105,6 +122,12 @@ SCALE = Axis(
         Option("1/sqrt(d_v)", "scale-by-dv", _inverse_root(SIZES["d_v"]), "divides by sqrt(d_v), the value size"),
         Option("1/d_v", "scale-by-dv", _inverse(SIZES["d_v"]), "divides by d_v, the value size"),
         Option("1/sqrt(V.shape[1])", "scale-by-dv", _inverse_root(_axis_size(2, 1)), "divides by sqrt(V.shape[1]): d_v on a single sequence, a token or head count on a batch", ("scale-by-seq-len",)),
+        # Sizes read at a position right for one rank only (Q.shape[2], q.size(2)).
+        Option("1/sqrt(Q.shape[2])", "scale-by-seq-len", _inverse_root(_axis_size(0, 2)), "divides by sqrt(Q.shape[2]): d_k on a (B, T, d) batch, T_q on a (B, H, T, d) one, and it raises on a single sequence", right_on=(3,)),
+        Option("1/sqrt(Q.shape[2]) of a batch of one", "scale-by-seq-len", _inverse_root(_lifted_size(0, 2)), "divides by sqrt(Q.shape[2]) (a single sequence made a batch of one): d_k on 2-D and 3-D input, T_q on (B, H, T, d)", right_on=(2, 3)),
+        # The number of dimensions taken for a size: a constant that depends on the rank.
+        Option("1/sqrt(K.ndim)", "scale-constant", lambda Q, K, V: 1.0 / math.sqrt(_rank(Q, K, V)), "divides by sqrt(K.ndim), the number of dimensions of K (2, 3 or 4 by the input's rank), not by sqrt of the key size"),
+        Option("1/K.ndim", "scale-constant", lambda Q, K, V: 1.0 / _rank(Q, K, V), "divides by K.ndim, the number of dimensions of K (2, 3 or 4 by the input's rank), not by sqrt of the key size"),
     ),
 )
 
@@ -115,14 +138,45 @@ def _dot_reversed(Q: Array, K: Array) -> Array:
     return np.dot(Q, K.T)
 
 
+def _swap01(Q: Array, K: Array) -> Array:
+    return np.matmul(Q, np.swapaxes(K, 0, 1))
+
+
 PRODUCT = Axis(
     "product",
     (
         Option("Q @ swapaxes(K, -1, -2)", None, lambda Q, K: np.matmul(Q, np.swapaxes(K, -1, -2))),
-        Option("Q @ K.T", "batch-transpose", lambda Q, K: np.matmul(Q, K.T), "uses K.T, which reverses every axis of a batched K"),
-        Option("np.dot(Q, K.T)", "batch-transpose", _dot_reversed, "uses np.dot(Q, K.T): K.T reverses every axis and np.dot pairs every batch element with every other"),
+        Option("Q @ K.T", "batch-transpose", lambda Q, K: np.matmul(Q, K.T), "uses K.T, which reverses every axis of a batched K", right_on=(2,)),
+        Option("np.dot(Q, K.T)", "batch-transpose", _dot_reversed, "uses np.dot(Q, K.T): K.T reverses every axis and np.dot pairs every batch element with every other", right_on=(2,)),
+        # np.dot for the output too: np.dot(softmax(np.dot(Q, K.T) / s), V).
+        Option("np.dot(weights, V) of np.dot(Q, K.T)", "batch-transpose", _dot_reversed, "uses np.dot for both products (np.dot(Q, K.T), then np.dot(weights, V)): on a batch K.T reverses every axis and np.dot pairs every batch element with every other", combines=2, right_on=(2,), beside=RANK_BESIDE),
+        Option("Q @ swapaxes(K, 0, 1)", "batch-transpose", _swap01, "swaps axes 0 and 1 of K (K.transpose(0, 1)), the last two axes of a single sequence only; on a batch it swaps the batch axis instead", combines=2, right_on=(2,), beside=RANK_BESIDE),
     ),
 )
+DOT_BOTH = PRODUCT.options[3]  # the product whose output is np.dot(weights, V) as well
+
+
+def output_product(weights: Array, V: Array, product: "Option") -> Array:
+    """weights @ V, or np.dot(weights, V) for code that uses np.dot throughout (a stack of weights
+    along a new first axis keeps it first either way)."""
+    return np.dot(weights, V) if product is DOT_BOTH else np.matmul(weights, V)
+
+
+@dataclass(frozen=True)
+class ByRank:
+    """Softmax axes that depend on the input's rank: (rank, axes) pairs, as negative axes; a rank
+    not listed raises as numpy does for an axis out of bounds."""
+
+    axes: tuple[tuple[int, tuple[int, ...]], ...]
+
+    def has(self, ndim: int) -> bool:
+        return any(rank == ndim for rank, _ in self.axes)
+
+    def at(self, ndim: int) -> tuple[int, ...]:
+        for rank, axes in self.axes:
+            if rank == ndim:
+                return axes
+        raise ValueError(f"axis is out of bounds for array of dimension {ndim}")
 
 Norm = tuple[int, ...] | None  # the axes the softmax normalises over; None for every axis
 NORMALISE = Axis(
@@ -131,10 +185,14 @@ NORMALISE = Axis(
         Option("axis -1", None, (-1,)),
         Option("axis -2", "softmax-wrong-axis", (-2,), "normalises over axis -2, the queries, instead of the keys"),
         Option("axis 0", "softmax-wrong-axis", (0,), "normalises over axis 0 (the batch, or the queries of a single sequence)"),
-        Option("axis 1", "softmax-wrong-axis", (1,), "normalises over axis 1 (the keys of a single sequence, but the queries or heads of a batch)"),
+        Option("axis 1", "softmax-wrong-axis", (1,), "normalises over axis 1 (the keys of a single sequence, but the queries or heads of a batch)", right_on=(2,)),
         Option("the whole array", "softmax-wrong-axis", None, "normalises over the whole array at once"),
         Option("the last two axes", "softmax-wrong-axis", (-2, -1), "normalises over each whole score matrix at once"),
         Option("no softmax", "softmax-missing", "missing", "uses the scaled scores as weights, with no softmax"),
+        # A fixed positive axis: right for one rank only.
+        Option("axis 2", "softmax-wrong-axis", ByRank(((3, (-1,)), (4, (-2,)))), "normalises over axis 2: the keys of a (B, T_q, T_k) batch but the queries of (B, H, T_q, T_k), and out of bounds on a single sequence", combines=2, right_on=(3,), beside=("scale",)),
+        Option("axis 2 of a batch of one", "softmax-wrong-axis", ByRank(((2, (-1,)), (3, (-1,)), (4, (-2,)))), "normalises over axis 2 (a single sequence made a batch of one): the keys on 2-D and 3-D input, the queries on (B, H, T_q, T_k)", combines=2, right_on=(2, 3), beside=("scale",)),
+        Option("torch's implicit dim", "softmax-wrong-axis", ByRank(((2, (-1,)), (3, (-3,)), (4, (-3,)))), "normalises over the axis torch picks when softmax is given no dim (dim 1 for 2-D and 4-D input, dim 0 for 3-D): the keys of a single sequence, the batch on 3-D, the heads on 4-D", combines=2, right_on=(2,), beside=("scale",)),
         # Rarer mistakes: each meets one other mistake at most (combines=2).
         Option("exp without the sum", "softmax-unnormalised", "unnormalised", "exponentiates the scores but never divides by the row sum", combines=2),
         Option("log-softmax", "softmax-log", "log", "uses the log-softmax (log-weights, x - logsumexp(x)) as the weights", combines=2),
@@ -230,6 +288,8 @@ def softmax_stack(x: Array, norm: Norm | str, shift: str) -> Array:
         return x
     ndim = x.ndim - 1
     kind = norm if isinstance(norm, str) else "softmax"  # unnormalised, log, log-of: over the keys
+    if isinstance(norm, ByRank):
+        norm = norm.at(ndim)
     axes = _stacked_axes((-1,) if isinstance(norm, str) else norm, ndim)
     if shift == "row":
         x = x - np.max(x, axis=axes, keepdims=True)
@@ -273,7 +333,7 @@ def replay_stack(raw: Array, factors: Array, V: Array | None, choice: tuple[Opti
         weights = weights * f
     if V is None or setting(choice, "output") == "weights":
         return weights
-    out = np.matmul(weights, V)
+    out = output_product(weights, V, choice[POSITION["product"]])
     return np.trunc(out) if integer == "trunc-output" else out
 
 
@@ -331,7 +391,7 @@ class Variant:
     def finish(self, weights: Array, V: Array) -> Array:
         if self.option("output").apply == "weights":
             return weights
-        out = np.matmul(weights, V)
+        out = output_product(weights, V, self.option("product"))
         return np.trunc(out) if self.option("integer").apply == "trunc-output" else out
 
     def __call__(self, Q: Array, K: Array, V: Array) -> Array:
@@ -345,6 +405,12 @@ def _meaningful(choice: tuple[Option, ...]) -> bool:
     mistakes = sum(o is not a.default for o, a in zip(choice, AXES))
     if any(o.combines < mistakes for o in choice):
         return False
+    wrong = {a.name for o, a in zip(choice, AXES) if o is not a.default}
+    if any(o.beside and not wrong <= {a.name, *o.beside} for o, a in zip(choice, AXES)):
+        return False
+    ranks = [set(o.right_on) for o in choice if o.right_on]
+    if len(ranks) > 1 and not set.intersection(*ranks):
+        return False  # written for one rank here, another there: right on none, nothing to read from it
     norm, shift = choice[POSITION["softmax"]], choice[POSITION["shift"]]
     scale, after = choice[POSITION["scale"]], setting(choice, "scaled") == "weights"
     integer, output = setting(choice, "integer"), setting(choice, "output")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from grader.compare import compare
-from grader.diagnosis.catalogue import REFERENCE, SCALE, Option, Variant, causal
+from grader.diagnosis.catalogue import REFERENCE, SCALE, ByRank, Option, Variant, causal, with_scale
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import Evidence, scale_points
 from grader.diagnosis.scale_fit import fit_linear, fit_scale, row_shape
@@ -24,7 +24,20 @@ Failed = tuple[str, ...]
 def clip(text: str, limit: int = 160) -> str:
     """Exception messages (numpy's above all) can run long; a diagnosis message stays readable."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 3]
+    space = cut.rfind(" ")
+    if space >= limit // 2:  # at a word boundary, unless that loses half the text
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "..."
+
+
+def quote(error: Any, limit: int = 140) -> str:
+    """An exception as a message quotes it: type and text, cut at a word boundary (the full text
+    is in the evidence); ErrorInfo.short cuts mid-word."""
+    text = f"{error.type}: {error.message}" if error.message else error.type
+    return clip(text, limit)
 
 
 def shape_text(ev: Evidence, name: str) -> str:
@@ -39,9 +52,14 @@ def rank_text(ev: Evidence, name: str) -> str:
 def describe(ev: Evidence, variant: Variant, names: list[str], failed: Failed) -> list[Diagnosis]:
     """One diagnosis per mistake of ``variant``, with figures from the probes in ``names``."""
     out: list[Diagnosis] = []
+    folded = folded_options(variant)
     for option, name in ((o, n) for o in variant.deviations for n in o.names):
+        if option in folded:
+            continue  # right wherever the product is: part of the same single-rank code
         if any(d.name == name for d in out):
             continue  # two options of one mistake (axis -2 and a column maximum): reported once
+        if option.also and option.name.startswith("1/sqrt(") and name == option.diagnosis and not any(not ev.probes[n].batched and ev.returned(n) is not None for n in names):
+            continue  # d_v in 1/sqrt(V.shape[1]) is a single sequence's: seen only where one returns
         if name == "scale-after-softmax":
             out.append(after_softmax(ev, option, variant, names, failed))
         elif name.startswith("scale-"):
@@ -66,7 +84,79 @@ def describe(ev: Evidence, variant: Variant, names: list[str], failed: Failed) -
             out.append(truncation(ev, option, variant, names, failed))
         else:
             out.append(Diagnosis.of(name, f"reproduced by the reference that {option.describe}", {"variant": variant.label()}, failed))
+        if "ndim" in option.name:
+            out[-1] = _factor_by_rank(ev, out[-1], option, names)
+        if option.right_on or len(option.names) > 1 or any(o in folded for o in variant.deviations):
+            out[-1] = _with_ranks(ev, out[-1], names, [o for o in variant.deviations if o in folded])
     return out
+
+
+def folded_options(variant: Variant) -> list[Option]:
+    """Options of code written for one rank that are right wherever its product is (K.T with a
+    softmax over axis 1, both right for a single sequence): one mistake, named by the product."""
+    product = variant.option("product")
+    if not product.right_on:
+        return []
+    return [o for o in variant.deviations if o is not product and o.right_on and set(product.right_on) <= set(o.right_on)]
+
+
+def _factor_by_rank(ev: Evidence, d: Diagnosis, option: Option, names: list[str]) -> Diagnosis:
+    """A scale read from the rank (K.ndim): its factor on each rank, the one mistake on all."""
+    factors: dict[str, float] = {}
+    for n in names:
+        p = ev.probes[n]
+        factors.setdefault(f"{p.Q.ndim}-D", float(option.apply(p.Q, p.K, p.V)))
+    if len(factors) < 2:
+        return d
+    listing = ", ".join(f"{f:.4g} on {rank}" for rank, f in sorted(factors.items()))
+    message = f"{d.message}; the factor follows the rank, not d_k: {listing} input"
+    return Diagnosis(d.code, d.name, d.severity, message, d.fix, {**d.evidence, "factor_by_rank": {r: round(f, 6) for r, f in sorted(factors.items())}}, d.checks, d.location)
+
+
+def rank_verdicts(ev: Evidence, names: list[str]) -> dict[str, str]:
+    """Per input rank over the ordinary probes: "right", "raises" or "wrong"."""
+    verdicts: dict[str, str] = {}
+    for n in names:
+        p = ev.probes[n]
+        if p.magnitude > 1.0:
+            continue
+        rank = f"{p.Q.ndim}-D"
+        status = "raises" if ev.observed[n].status == "raised" else ("right" if _reference_agrees(ev, n) else "wrong")
+        order = ("right", "raises", "wrong")
+        if rank not in verdicts or order.index(status) > order.index(verdicts[rank]):
+            verdicts[rank] = status
+    return dict(sorted(verdicts.items()))
+
+
+def _with_ranks(ev: Evidence, d: Diagnosis, names: list[str], folded: list[Option]) -> Diagnosis:
+    verdicts = rank_verdicts(ev, names)
+    if len(set(verdicts.values())) < 2:
+        return d
+    words = {"right": "right on", "raises": "raises on", "wrong": "wrong on"}
+    parts = [f"{words[v]} {', '.join(r for r, x in verdicts.items() if x == v)} input" for v in ("right", "wrong", "raises") if v in verdicts.values()]
+    message = f"{d.message}; by rank: {'; '.join(parts)}"
+    evidence = {**d.evidence, "ranks": verdicts}
+    if folded:
+        message += f" (also {', '.join(o.name for o in folded)}, right for that rank only: code written for one rank)"
+        evidence["written_for_one_rank"] = [o.name for o in folded]
+    return Diagnosis(d.code, d.name, d.severity, message, d.fix, evidence, d.checks, d.location)
+
+
+def _normalised_axis(variant: Variant, ndim: int) -> int | None:
+    """The one axis the variant's softmax normalises (as a negative axis), or None for several."""
+    norm = variant.option("softmax").apply
+    if isinstance(norm, ByRank):
+        norm = norm.at(ndim) if norm.has(ndim) else None
+    if isinstance(norm, str):
+        return -1
+    if isinstance(norm, tuple) and len(norm) == 1:
+        return norm[0] - ndim if norm[0] >= 0 else norm[0]
+    return None
+
+
+def _tells_dv(probe: Any, rule: str) -> bool:
+    """d_v differs from both sequence lengths: only there is a scale by d_v told from one by T."""
+    return rule in ("scale-by-seq-len", "scale-by-dv") and probe.V.shape[-1] not in (probe.Q.shape[-2], probe.K.shape[-2])
 
 
 def _weights_probes(ev: Evidence, names: list[str]) -> list[str]:
@@ -93,12 +183,12 @@ def scale(ev: Evidence, option: Option, rule: str, variant: Variant, names: list
         # For the second mistake of a line like 1/Q.shape[1], the distance from the first one.
         plain = next((o for o in SCALE.options if option.also and o.names == (option.diagnosis,) and rule != option.diagnosis), None)
 
-        def distance(n: str) -> tuple[bool, bool, float, int]:
+        def distance(n: str) -> tuple[bool, bool, bool, float, int]:
             p = ev.probes[n]
             used = float(option.apply(p.Q, p.K, p.V))
             base = _expected_scale(ev, n) if plain is None else float(plain.apply(p.Q, p.K, p.V))
             far = abs(math.log(max(used, 1e-300) / base)) if math.isfinite(used) else 0.0
-            return far > 1e-3, not p.fresh, far, p.Q.shape[-1]
+            return far > 1e-3, _tells_dv(p, rule), not p.fresh, far, p.Q.shape[-1]
 
         name = max(candidates, key=distance)
         probe = ev.probes[name]
@@ -113,6 +203,7 @@ def scale(ev: Evidence, option: Option, rule: str, variant: Variant, names: list
         expected = _expected_scale(ev, name)
         d_k, t_q, t_k, d_v = probe.Q.shape[-1], probe.Q.shape[-2], probe.K.shape[-2], probe.V.shape[-1]
         sizes = f"d_k = {d_k}, T_q = {t_q}, T_k = {t_k}, d_v = {d_v}" if rule in ("scale-by-seq-len", "scale-by-dv") else f"d_k = {d_k}"
+        telling = next((n for n in names if _tells_dv(ev.probes[n], rule) and ev.returned(n) is not None and ev.probes[n].magnitude == 1.0 and ev.matches(variant, n)), None)
         if after and np.all(np.isfinite(weights)):
             used = float(option.apply(probe.Q, probe.K, probe.V))
             low, high = _sums(weights, -1)
@@ -121,6 +212,12 @@ def scale(ev: Evidence, option: Option, rule: str, variant: Variant, names: list
         if fit is not None and np.isfinite(fit.scale):
             evidence.update(probe=name, d_k=d_k, fitted_scale=round(fit.scale, 6), expected_scale=round(expected, 6), fit_r2=round(fit.r2, 6))
             message = f"effective scale {fit.scale:.4g} where 1/sqrt(d_k) = {expected:.4g} ({sizes}; {name}, {rank_text(ev, name)}); reproduced by the reference that {option.describe}"
+        if telling is not None:
+            # On V = identity d_v is T_k: only a probe where d_v differs from both lengths tells them apart.
+            t = ev.probes[telling]
+            what = "d_v" if rule == "scale-by-dv" else "a sequence length"
+            message += f"; told from the neighbouring mistake on {telling} ({shape_text(ev, telling)}: d_v = {t.V.shape[-1]}, T_q = {t.Q.shape[-2]}, T_k = {t.K.shape[-2]}), reproduced only by a scale of {what}"
+            evidence["told_apart_on"] = telling
         if rule in ("scale-constant", "scale-other"):
             points = [p for p in scale_points(ev, linear=missing) if not ev.probes[p.probe].fresh]
             if len(points) >= 2:
@@ -135,11 +232,21 @@ def scale(ev: Evidence, option: Option, rule: str, variant: Variant, names: list
             if rule == "scale-other":
                 evidence["formula"] = option.name
         if not (missing or unfit or after):
-            mine, ref = row_shape(weights), row_shape(REFERENCE.weights(probe.Q, probe.K, probe.V))
+            # Over the rows the submission normalises, against the same code with the right scale
+            # (the reference itself where the softmax is right).
+            axis = _normalised_axis(variant, weights.ndim)
+            same = REFERENCE if variant.option("softmax").diagnosis is None else with_scale(variant, SCALE.default)
+            if axis is not None:
+                mine, ref = row_shape(np.moveaxis(weights, axis, -1)), row_shape(np.moveaxis(same.weights(probe.Q, probe.K, probe.V), axis, -1))
+            else:
+                mine = ref = None
             if mine is not None and ref is not None:
-                evidence.update(mean_max_weight=round(mine.max_weight, 4), reference_mean_max_weight=round(ref.max_weight, 4), mean_row_entropy=round(mine.entropy, 4), reference_mean_row_entropy=round(ref.entropy, 4))
-                look = "flatter" if mine.entropy > ref.entropy else "more peaked"
-                message += f"; rows are {look} than the reference's (mean max weight {mine.max_weight:.3f} vs {ref.max_weight:.3f}, mean row entropy {mine.entropy:.3f} vs {ref.entropy:.3f} nats)"
+                evidence.update(mean_max_weight=round(mine.max_weight, 4), reference_mean_max_weight=round(ref.max_weight, 4), mean_row_entropy=round(mine.entropy, 4), reference_mean_row_entropy=round(ref.entropy, 4), rows_over_axis=axis)
+                flatter, lower = mine.entropy > ref.entropy, mine.max_weight < ref.max_weight
+                look = ("flatter" if flatter else "more peaked") if flatter == lower else "differently spread"
+                rows = "rows" if axis == -1 else f"the distributions over axis {axis}"
+                whose = "the reference's" if same is REFERENCE else "those of the right scale"
+                message += f"; {rows} are {look} than {whose} (mean max weight {mine.max_weight:.3f} vs {ref.max_weight:.3f}, mean entropy {mine.entropy:.3f} vs {ref.entropy:.3f} nats)"
     return Diagnosis.of(rule, message, evidence, failed)
 
 
@@ -152,7 +259,7 @@ def transpose(ev: Evidence, option: Option, names: list[str], failed: Failed) ->
     if raised:
         error = ev.observed[raised[0]].error
         assert error is not None
-        parts.append(f"raises {clip(error.short)} on {shape_text(ev, raised[0])}")
+        parts.append(f"raises {quote(error)} on {shape_text(ev, raised[0])}")
         evidence.update(raised_on=raised[0], exception=error.type, exception_message=error.message, line=error.line)
     for name in silent:
         probe = ev.probes[name]
@@ -222,7 +329,7 @@ def softmax_missing(ev: Evidence, option: Option, names: list[str], failed: Fail
     return Diagnosis.of("softmax-missing", message, evidence, failed)
 
 
-def unstable(ev: Evidence, option: Option, names: list[str], failed: Failed) -> Diagnosis:
+def unstable(ev: Evidence, option: Option, names: list[str], failed: Failed, replayed: bool = True) -> Diagnosis:
     large = [n for n in names if ev.probes[n].magnitude > 1.0 and ev.returned(n) is not None]
     raised = [n for n in names if ev.probes[n].magnitude > 1.0 and ev.observed[n].status == "raised"]
     evidence: dict[str, Any] = {"reproduced_by": option.name}
@@ -235,7 +342,7 @@ def unstable(ev: Evidence, option: Option, names: list[str], failed: Failed) -> 
         top = float(np.max(np.abs(REFERENCE.scores(probe.Q, probe.K, probe.V))))
         evidence.update(probe=name, exception=error.type, exception_message=error.message, line=error.line, max_abs_score=round(top, 1), magnitude=probe.magnitude)
         message = (
-            f"on inputs {probe.magnitude:g} times larger ({name}, scores up to {top:.0f}) it raises {clip(error.short)}; "
+            f"on inputs {probe.magnitude:g} times larger ({name}, scores up to {top:.0f}) it raises {quote(error)}; "
             f"the reference stays finite there; the same overflow as the reference that {option.describe}"
         )
     if large:
@@ -252,6 +359,11 @@ def unstable(ev: Evidence, option: Option, names: list[str], failed: Failed) -> 
             f"on inputs {probe.magnitude:g} times larger ({name}, scores up to {top:.0f}), {bad} of {actual.size} returned values are nan or inf; "
             f"the reference stays finite there with rows summing to {float(np.min(sums)):.6g}; reproduced by the reference that {option.describe}"
         )
+    if not replayed:
+        # The exact values match no variant; the overflow alone is the evidence.
+        message = message.split("; reproduced by")[0].split("; the same overflow as")[0]
+        message += "; only the large-score probes fail, and only with non-finite values: exp of unshifted scores overflows"
+        evidence["replayed"] = False
     return Diagnosis.of("softmax-unstable", message, evidence, failed)
 
 
@@ -430,7 +542,7 @@ def crash(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:
     error = ev.observed[first].error
     assert error is not None
     where = f" at {error.where}" if error.line else ""  # "line 7", or "cell 3, line 2" in a notebook
-    message = f"raises {clip(error.short)}{where} on valid input {shape_text(ev, first)}"
+    message = f"raises {quote(error)}{where} on valid input {shape_text(ev, first)}"
     # Over every probe, not only this group's: "raises on 2-D and 4-D, runs on 3-D" tells a
     # solution written for one rank only.
     everywhere = list(ev.observed)
@@ -498,7 +610,7 @@ def hardcoded(ev: Evidence, stored: list[str], fresh: list[str], failed: Failed)
     evidence: dict[str, Any] = {"stored_probes": len(stored), "fresh_probes": len(fresh), "fresh_failing": len(failing), "probe": first, "input_shape": shape_text(ev, first)}
     if error is not None:
         evidence.update(exception=error.type, exception_message=error.message, line=error.line)
-        return Diagnosis.of("hardcoded", f"{lead}{first} ({shape_text(ev, first)}) raises {clip(error.short)}", evidence, failed)
+        return Diagnosis.of("hardcoded", f"{lead}{first} ({shape_text(ev, first)}) raises {quote(error)}", evidence, failed)
     found = mismatch(ev, [first], failed, "hardcoded", lead)
     if found is not None:
         return Diagnosis.of("hardcoded", found.message, {**evidence, **found.evidence}, failed)

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import numpy as np
+
 from grader.checks.base import CheckResult
 from grader.diagnosis import behaviour, describe
-from grader.diagnosis.catalogue import REFERENCE, Variant
+from grader.diagnosis.catalogue import POSITION, REFERENCE, SHIFT, Variant
 from grader.diagnosis.masks import mask_diagnoses
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import Evidence
@@ -151,20 +153,54 @@ def _by_group(ev: Evidence, variants: Iterable[Variant], names: list[str], faile
         else:
             # Past a group that nothing explains, a mistake of the catalogue would have to appear
             # beside an unknown one; only the variant found so far is held against the rest.
+            # Large scores are the exception: an unshifted softmax overflows whatever else the
+            # code does (or fails to do on batches), so the same variant without the shift is
+            # tried too, held against every group explained before.
             candidate = base or REFERENCE
-            variant = candidate if all(ev.matches(candidate, n) for n in members) else None
+            tries = [candidate] + (_unshifted(candidate) if group == "large" else [])
+            variant = next((v for v in tries if all(ev.matches(v, n) for n in members + explained)), None)
         if variant is not None:
             base = variant
             explained += members
             continue
         if group == "fresh" and base is not None and base.is_reference and not unexplained:
             diagnoses.append(describe.hardcoded(ev, explained, members, failed))
+        elif group == "large" and _only_overflow(ev, members):
+            # Nothing reproduces the exact values, but the only symptom is NaN/inf where the scores are large.
+            diagnoses.append(describe.unstable(ev, SHIFT.options[1], members, failed, replayed=False))
         else:
             diagnoses += describe.unexplained(ev, members, failed)
         unexplained += members
-    if base is not None and not base.is_reference:
+    # Beside a group nothing explains, a variant is named only if some probe it explains returned
+    # other values than the reference: raising on the same probes alone (an axis out of bounds on
+    # a single sequence, say) is not evidence of how the code computes.
+    shown = not unexplained or any(ev.returned(n) is not None and not ev.matches(REFERENCE, n) for n in explained)
+    if base is not None and not base.is_reference and shown:
         diagnoses = describe.describe(ev, base, explained, failed) + diagnoses
     return diagnoses
+
+
+def _unshifted(variant: Variant) -> list[Variant]:
+    """``variant`` with each softmax-unstable shift option instead of its own."""
+    at = POSITION["shift"]
+    if variant.choice[at] is not SHIFT.default:
+        return []
+    return [Variant(variant.choice[:at] + (o,) + variant.choice[at + 1 :]) for o in SHIFT.options[1:] if o.diagnosis == "softmax-unstable"]
+
+
+def _only_overflow(ev: Evidence, members: list[str]) -> bool:
+    """Every large probe that fails returns non-finite values (or raises an overflow) where the
+    reference stays finite."""
+    bad = [n for n in members if not ev.matches(REFERENCE, n)]
+    if not bad:
+        return False
+    for n in bad:
+        obs, actual = ev.observed[n], ev.returned(n)
+        if obs.status == "raised" and obs.error is not None and obs.error.type in ("OverflowError", "FloatingPointError", "ZeroDivisionError"):
+            continue
+        if actual is None or bool(np.isfinite(actual.astype(np.float64)).all()):
+            return False
+    return True
 
 
 def _apply_severity(suite: Suite, diagnoses: list[Diagnosis]) -> list[Diagnosis]:
@@ -198,7 +234,7 @@ def _load_failure(suite: Suite, run: WorkerRun) -> Diagnosis:
     error = load.error
     assert error is not None
     where = f" at {error.where}" if error.line else ""
-    return Diagnosis.of("load-error", f"importing the file raised {clip(error.short)}{where}", {"exception": error.type, "message": error.message, "line": error.line, **({"cell": error.cell} if error.cell else {})}, ("load",))
+    return Diagnosis.of("load-error", f"importing the file raised {describe.quote(error)}{where}", {"exception": error.type, "message": error.message, "line": error.line, **({"cell": error.cell} if error.cell else {})}, ("load",))
 
 
 def _unexplained_checks(checks: list[CheckResult], failed: tuple[str, ...]) -> Diagnosis:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from grader.diagnosis import fixes
 from grader.diagnosis.model import Diagnosis, Location
 from grader.frameworks import parse_source
 from grader.notebook import NotebookSource
@@ -33,6 +34,7 @@ ALIAS_DEPTH = 6  # how many simple assignments a name is followed through
 AXIS_SIZES = {
     ("Q", -1): "d_k", ("K", -1): "d_k", ("Q", -2): "T_q", ("K", -2): "T_k", ("V", -2): "T_k", ("V", -1): "d_v",
     ("Q", 0): "shape0", ("K", 0): "shape0", ("V", 0): "shape0", ("Q", 1): "shape1", ("K", 1): "shape1", ("V", 1): "V1",
+    ("Q", 2): "shape2", ("K", 2): "shape2",
 }
 
 
@@ -100,6 +102,7 @@ def attach_locations(path: Path, diagnoses: list[Diagnosis], function: str = "at
         source = parse(path, function, notebook.source if notebook is not None else None)
     except (RecursionError, MemoryError):
         source = None
+    framework = fixes.framework_of(source.tree if source is not None else None)  # fixes in its own words
     out = []
     for d in diagnoses:
         location = None
@@ -110,6 +113,7 @@ def attach_locations(path: Path, diagnoses: list[Diagnosis], function: str = "at
                 location = _in_cell(locate(d, source, path), notebook)
         except (RecursionError, MemoryError, ValueError, TypeError, AttributeError, IndexError, KeyError):
             location = None  # a strange tree gives no location, never an error
+        d = fixes.in_framework(d, framework)
         out.append(replace(d, location=location) if location is not None else d)
     return out
 
@@ -203,6 +207,8 @@ def _index(source: Source) -> bool:
         source.all_nodes.append(node)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and rank < 2:
             source.aliases[node.targets[0].id] = node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) and rank < 2:
+            source.aliases.setdefault(_dotted(node.targets[0]), node.value)  # self.scale = d ** 0.5
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and rank < 2:
             # A parameter's default stands for it where the caller leaves it out: softmax(x, axis=1).
             positional = node.args.posonlyargs + node.args.args
@@ -229,8 +235,13 @@ def _nodes(source: Source, kind: type | tuple[type, ...]) -> list[Any]:
 
 
 def _resolve(source: Source, node: ast.expr, depth: int = 0) -> ast.expr:
-    while isinstance(node, ast.Name) and node.id in source.aliases and node.id not in source.roles and depth < ALIAS_DEPTH:
-        node = source.aliases[node.id]
+    while depth < ALIAS_DEPTH:
+        if isinstance(node, ast.Name) and node.id in source.aliases and node.id not in source.roles:
+            node = source.aliases[node.id]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and _dotted(node) in source.aliases:
+            node = source.aliases[_dotted(node)]  # self.scale, set in the same class
+        else:
+            break
         depth += 1
     return node
 
@@ -290,8 +301,17 @@ def _size(source: Source, node: ast.expr, depth: int = 0) -> str | None:
         index = _number(node.slice)
         if role is not None and index is not None:
             return AXIS_SIZES.get((role, int(index)))
+    # The rank taken for a size: K.ndim, k.dim(), len(K.shape), whatever the array is.
+    if isinstance(node, ast.Attribute) and node.attr == "ndim" or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("dim", "ndimension") and not node.args:
+        return "ndim"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" and len(node.args) == 1:
+        role, index = _role(source, node.func.value), _number(node.args[0])  # torch: q.size(-1)
+        if role is not None and index is not None:
+            return AXIS_SIZES.get((role, int(index)))
     if isinstance(node, ast.Call) and _call_name(node) == "len" and node.args:
         arg = node.args[0]
+        if isinstance(arg, ast.Attribute) and arg.attr == "shape":
+            return "ndim"
         if isinstance(arg, ast.Subscript) and _role(source, arg.value) is not None:
             return "shape1"
         if _role(source, arg) is not None:
@@ -311,6 +331,9 @@ def factor(source: Source, node: ast.expr, depth: int = 0) -> Factor | None:
         return Factor(size, 1.0)
     if _number(node) is not None:
         return Factor("const", 1.0)
+    if isinstance(node, ast.IfExp):  # Q.shape[2] if Q.ndim > 3 else Q.shape[-1]: the branch that is no d_k
+        branches = [f for f in (factor(source, node.body, depth + 1), factor(source, node.orelse, depth + 1)) if f is not None]
+        return next((f for f in branches if f.base != "d_k"), branches[0] if branches else None)
     if isinstance(node, ast.Call) and _call_name(node) in ("sqrt", "rsqrt") and node.args:
         inner = factor(source, node.args[0], depth + 1)
         power = 0.5 if _call_name(node) == "sqrt" else -0.5
@@ -414,6 +437,8 @@ def find_transpose(source: Source, d: Diagnosis) -> ast.AST | None:
             candidates.append((_role(source, node.value) != "K", node))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose" and not node.args:
             candidates.append((_role(source, node.func.value) != "K", node))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("transpose", "swapaxes", "permute") and [_number(a) for a in node.args] in ([0.0, 1.0], [1.0, 0.0], [0.0, 2.0, 1.0]):
+            candidates.append((_role(source, node.func.value) != "K", node))  # k.transpose(0, 1): a single sequence's axes
         elif isinstance(node, ast.Call) and _dotted(node.func) in ("np.transpose", "numpy.transpose") and len(node.args) == 1:
             candidates.append((_role(source, node.args[0]) != "K", node))
         elif isinstance(node, ast.Call) and _dotted(node.func) in ("np.dot", "numpy.dot") or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dot":
@@ -583,9 +608,9 @@ def find_integer(source: Source, d: Diagnosis) -> ast.AST | None:
 FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
     "scale-by-dk": _scale_finder(lambda f: f.base in ("d_k", "shape1") and _exponent_near(f.power, -1.0)),
     "scale-multiplied": _scale_finder(lambda f: f.base == "d_k" and f.power > 0),
-    "scale-by-seq-len": _scale_finder(lambda f: f.base in ("T_q", "T_k", "shape0", "shape1", "V1") and f.power < 0),
+    "scale-by-seq-len": _scale_finder(lambda f: f.base in ("T_q", "T_k", "shape0", "shape1", "shape2", "V1") and f.power < 0),
     "scale-by-dv": _scale_finder(lambda f: f.base in ("d_v", "V1")),
-    "scale-constant": _scale_finder(lambda f: f.base == "const"),
+    "scale-constant": _scale_finder(lambda f: f.base in ("const", "ndim")),
     "scale-other": _scale_finder(lambda f: f.base in ("d_k", "?") and not _exponent_near(f.power, -0.5)),
     "scale-missing": find_scale_missing,
     "batch-transpose": find_transpose,

@@ -25,6 +25,7 @@ import numpy as np
 
 from grader.compare import close
 from grader.diagnosis.catalogue import all_variants
+from grader.diagnosis.describe import quote
 from grader.diagnosis.model import Diagnosis
 from grader.masks import KEEP_ALL
 from grader.observation import Observation, WorkerRun
@@ -158,7 +159,7 @@ def mask_diagnoses(suite: Suite, probes: list[Probe], run: WorkerRun, failed: tu
                 where = f" at {obs.error.where}" if obs.error.line else ""
                 found["crash"] = Diagnosis.of(
                     "crash",
-                    f"raises {obs.error.short}{where} with a {described} ({_shapes(probe)})",
+                    f"raises {quote(obs.error)}{where} with a {described} ({_shapes(probe)})",
                     {"probe": probe.name, "exception": obs.error.type, "exception_message": obs.error.message, "line": obs.error.line},
                     failed,
                 )

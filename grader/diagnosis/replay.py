@@ -14,13 +14,14 @@ their first comparison.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence, Union
 
 import numpy as np
 
 from grader.checks.memo import OwnerMemo
-from grader.diagnosis.catalogue import AXIS_NAMES, SCALE, SIZES, Catalogue, Option, Variant, all_variants, fitted_scale_option, fitted_scale_table, replay_stack, setting, tier, with_scale
+from grader.diagnosis.catalogue import AXIS_NAMES, DOT_BOTH, ByRank, SCALE, SIZES, Catalogue, Option, Variant, all_variants, fitted_scale_option, fitted_scale_table, replay_stack, setting, tier, with_scale
 from grader.diagnosis.scale_fit import fit_linear, fit_power, fit_scale
 from grader.observation import Observation
 from grader.probes import Probe
@@ -41,12 +42,16 @@ class Stack:
     scale option (a stack along a new first axis), with what every comparison with them needs."""
 
     predicted: np.ndarray
+    # Per scale: the variant raises on this probe (a size or an axis out of range); none by default.
+    raises: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     axes: tuple[int, ...] = field(init=False)  # the axes of one prediction in the stack
     all_finite: np.ndarray = field(init=False)  # per scale: no NaN or inf anywhere
     _limits: dict[tuple[float, float], np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.axes = tuple(range(1, self.predicted.ndim))
+        if len(self.raises) != len(self.predicted):
+            self.raises = np.zeros(len(self.predicted), dtype=bool)
         self.all_finite = np.isfinite(self.predicted).all(axis=self.axes)
 
     def limit(self, tolerance: Tolerance) -> np.ndarray:
@@ -81,7 +86,8 @@ def _raw_scores(p: Probe, product: Option) -> Raw:
     scores = _attempt(product.apply, p.Q, p.K)
     if isinstance(scores, BaseException):
         return Raw(scores, {})
-    return Raw(scores, {"weights": scores.shape, "output": _matmul_shape(scores.shape, p.V.shape)})
+    output = _dot_shape(scores.shape, p.V.shape) if product is DOT_BOTH else _matmul_shape(scores.shape, p.V.shape)
+    return Raw(scores, {"weights": scores.shape, "output": output})
 
 
 # What the catalogue predicts for a probe depends on the probe alone, and a batch grades every
@@ -182,14 +188,37 @@ class Evidence:
         if shape is None:  # the product with V raises
             return np.full(count, obs.status == "raised")
         actual = self._as_float(name)
+        if obs.status == "raised" and not overflow:
+            # Only a variant that raises too (a size or a softmax axis out of range) reproduces it.
+            return self._raises(name, raw.scores.ndim, setting(choice, "softmax"), part)
         if not overflow and (actual is None or actual.shape != shape):
-            return np.full(count, False)  # it raised (or returned no array) where the variant returns
+            return np.full(count, False)  # it returned no array (or another shape) where the variant returns
         stack = self._predicted(name, raw.scores, variant, part)
         if overflow:
             # math.exp raises where np.exp gives inf: the same overflow, in pure Python.
-            return ~stack.all_finite
+            return ~stack.all_finite & ~stack.raises
         assert actual is not None
-        return stack.agrees(actual, self._finite(name, actual), self.tolerances[name], loose=large)
+        if stack.raises.all():
+            return np.full(count, False)
+        return stack.agrees(actual, self._finite(name, actual), self.tolerances[name], loose=large) & ~stack.raises
+
+    def _raises(self, name: str, ndim: int, norm: Any, part: int) -> np.ndarray:
+        """Per scale option of one stack: does the variant raise on this probe? Where a softmax
+        axis is out of range every scale does, otherwise those whose size is (no replay needed)."""
+        if isinstance(norm, ByRank) and not norm.has(ndim):
+            key: tuple[object, ...] = (name, "raises-all", part)
+            if key not in self._cache:
+                self._cache[key] = np.full(len(self._scales(part)), True)
+            return self._cache[key]
+        key = (name, "raises", part)
+        if key not in self._cache:
+            p = self.probes[name]
+            self._cache[key] = np.array([math.isnan(_factor(o, p)) for o in self._scales(part)], dtype=bool)
+        return self._cache[key]
+
+    def _scales(self, part: int) -> Sequence[Option]:
+        fixed = len(SCALE.options)
+        return self.scale_options[:fixed] if part == 0 else self.scale_options[fixed:]
 
     def _predicted(self, name: str, raw: np.ndarray, variant: Variant, part: int) -> Stack:
         """The variants' outputs for every scale option of one stack: the catalogue's own scales
@@ -235,9 +264,22 @@ class Evidence:
         return Catalogue(fitted)
 
 
+def _factor(option: Option, p: Probe) -> float:
+    """The scale an option gives on a probe; NaN where reading its size raises (Q.shape[2] of a
+    single sequence)."""
+    try:
+        return float(option.apply(p.Q, p.K, p.V))
+    except (IndexError, ValueError, ZeroDivisionError):
+        return np.nan
+
+
 def _stack(p: Probe, raw: np.ndarray, choice: tuple[Option, ...], scales: Sequence[Option]) -> Stack:
-    factors = np.array([float(o.apply(p.Q, p.K, p.V)) for o in scales])
-    return Stack(replay_stack(raw, factors, p.V, choice))
+    factors = np.array([_factor(o, p) for o in scales])
+    raises = np.isnan(factors)
+    try:
+        return Stack(replay_stack(raw, factors, p.V, choice), raises)
+    except ValueError:  # a softmax axis this rank does not have: every scale raises
+        return Stack(np.full((len(scales), 1), np.nan), np.full(len(scales), True))
 
 
 def _attempt(function: Callable[..., np.ndarray], *args: object) -> Prediction:
@@ -256,6 +298,13 @@ def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | N
     except ValueError:
         return None
     return (*batch, a[-2], b[-1])
+
+
+def _dot_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape of np.dot(a, b) for arrays of at least two dimensions, or None if it raises."""
+    if a[-1] != b[-2]:
+        return None
+    return (*a[:-1], *b[:-2], b[-1])
 
 
 def agrees_stack(actual: np.ndarray, predicted: np.ndarray, tolerance: Tolerance, loose: bool = False) -> np.ndarray:
@@ -366,6 +415,5 @@ def _given_by_fixed(option: Option, ev: Evidence) -> bool:
 
 
 def _same(a: Option, b: Option, probe: Probe) -> bool:
-    x = float(a.apply(probe.Q, probe.K, probe.V))
-    y = float(b.apply(probe.Q, probe.K, probe.V))
+    x, y = _factor(a, probe), _factor(b, probe)
     return abs(x - y) <= 0.005 * abs(y)

@@ -1,0 +1,68 @@
+"""Fixes written in the submission's own framework.
+
+The registry's fixes are numpy. A submission that imports torch or JAX is told the same fix in
+its own words (``k.transpose(-2, -1)``, ``math.sqrt(q.size(-1))``, ``jnp.swapaxes``); a mistake with
+no entry here keeps the registry's text, which says what to do without naming functions.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from grader.diagnosis.model import Diagnosis
+
+_SCALE = {
+    "torch": "scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))   # the feature size, the last axis",
+    "jax": "scores = q @ jnp.swapaxes(k, -1, -2) / jnp.sqrt(q.shape[-1])   # the feature size, the last axis",
+}
+_STABLE = {
+    "torch": "weights = torch.softmax(scores, dim=-1)   # subtracts the row maximum for you",
+    "jax": "weights = jax.nn.softmax(scores, axis=-1)   # subtracts the row maximum for you",
+}
+
+FIXES: dict[str, dict[str, str]] = {
+    "scale-by-dk": _SCALE,
+    "scale-missing": _SCALE,
+    "scale-by-seq-len": _SCALE,
+    "scale-multiplied": _SCALE,
+    "scale-by-dv": _SCALE,
+    "scale-constant": _SCALE,
+    "scale-other": _SCALE,
+    "scale-after-softmax": {
+        "torch": "weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1)   # scale inside the softmax",
+        "jax": "weights = jax.nn.softmax(q @ jnp.swapaxes(k, -1, -2) / jnp.sqrt(q.shape[-1]), axis=-1)   # scale inside the softmax",
+    },
+    "batch-transpose": {
+        "torch": "Swap only the last two axes: k.transpose(-2, -1), right for any number of leading axes (not k.T, transpose(0, 1) or permute(0, 2, 1)).",
+        "jax": "Swap only the last two axes: jnp.swapaxes(k, -1, -2), right for any number of leading axes.",
+    },
+    "softmax-wrong-axis": {
+        "torch": "weights = torch.softmax(scores, dim=-1)   # always name dim; each query's row over the keys sums to 1",
+        "jax": "weights = jax.nn.softmax(scores, axis=-1)   # each query's row over the keys sums to 1",
+    },
+    "softmax-missing": {
+        "torch": "weights = torch.softmax(scores, dim=-1); return weights @ v",
+        "jax": "weights = jax.nn.softmax(scores, axis=-1); return weights @ v",
+    },
+    "softmax-unstable": _STABLE,
+    "softmax-unnormalised": _STABLE,
+}
+
+
+def framework_of(tree: ast.Module | None) -> str | None:
+    """"torch" or "jax" if the file imports it (torch first where both are), else None."""
+    if tree is None:
+        return None
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module.split(".")[0])
+    return next((f for f in ("torch", "jax") if f in found), None)
+
+
+def in_framework(d: Diagnosis, framework: str | None) -> Diagnosis:
+    text = FIXES.get(d.name, {}).get(framework or "")
+    return replace(d, fix=text) if text else d
