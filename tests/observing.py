@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from grader.diagnosis.catalogue import AXES, Variant
+from grader.diagnosis.describe import folded_options
 from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, Observation, Value, WorkerRun
 from grader.probes import Probe
 
@@ -75,3 +76,12 @@ def visible_mistakes(variant: Variant, probes: list[Probe]) -> list[str]:
                     break
         names += [n for n in visible if n not in names]
     return names
+
+
+def named_mistakes(variant: Variant, probes: list[Probe]) -> list[str]:
+    """The visible mistakes, less those of code written for one rank that are right wherever its
+    product is (K.T with a softmax over axis 1): they are reported as the product's one mistake."""
+    visible = visible_mistakes(variant, probes)
+    folded = folded_options(variant)
+    kept = {n for o in variant.deviations if o not in folded for n in o.names}
+    return [n for n in visible if n in kept or not any(n in o.names for o in folded)]

@@ -13,11 +13,10 @@ import pytest
 from grader.api import Prepared
 from grader.checks import run_checks
 from grader.diagnosis.catalogue import REFERENCE, Variant, all_variants
-from grader.diagnosis.describe import folded_options
 from grader.diagnosis.engine import diagnose
 from grader.diagnosis.model import Diagnosis
 from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, WorkerRun
-from observing import Impl, observe, visible_mistakes
+from observing import Impl, observe, named_mistakes
 
 
 def run_engine(prepared: Prepared, run: WorkerRun) -> list[Diagnosis]:
@@ -31,15 +30,6 @@ def names(prepared: Prepared, impl: Impl) -> list[str]:
 
 def errors(prepared: Prepared, impl: Impl) -> list[str]:
     return sorted(d.name for d in run_engine(prepared, observe(prepared.probes, impl)) if d.severity == "error")
-
-
-def named_mistakes(variant: Variant, probes: list) -> list[str]:  # type: ignore[type-arg]
-    """The visible mistakes, less those of code written for one rank that are right wherever its
-    product is (K.T with a softmax over axis 1): they are reported as the product's one mistake."""
-    visible = visible_mistakes(variant, probes)
-    folded = folded_options(variant)
-    kept = {n for o in variant.deviations if o not in folded for n in o.names}
-    return [n for n in visible if n in kept or not any(n in o.names for o in folded)]
 
 
 # Every variant with at most two mistakes is named exactly: its mistakes and nothing else.

@@ -15,22 +15,13 @@ from hypothesis import strategies as st
 
 from grader.attention import softmax
 from grader.diagnosis.catalogue import REFERENCE, Variant, all_variants
-from grader.diagnosis.describe import folded_options
 from grader.diagnosis.engine import name_mistakes
 from grader.diagnosis.scale_fit import fit_scale
 from grader.probes import Probe, identity_values
 from grader.refdata import GRID
 from grader.suite import Shape, Tolerance
-from observing import Impl, observe_probe, visible_mistakes
+from observing import Impl, observe_probe, named_mistakes
 
-
-def named_mistakes(variant: Variant, probes: list) -> list[str]:  # type: ignore[type-arg]
-    """The visible mistakes, less those of code written for one rank that are right wherever its
-    product is (K.T with a softmax over axis 1): they are reported as the product's one mistake."""
-    visible = visible_mistakes(variant, probes)
-    folded = folded_options(variant)
-    kept = {n for o in variant.deviations if o not in folded for n in o.names}
-    return [n for n in visible if n in kept or not any(n in o.names for o in folded)]
 
 TOLERANCE = Tolerance(rtol=1e-4, atol=1e-6)
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
