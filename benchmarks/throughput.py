@@ -70,9 +70,16 @@ def test_attention():
 '''
 
 
+def numpy_only(path: Path) -> bool:
+    """The batch measured here is NumPy's: a torch or JAX file costs the framework's import on
+    both sides and measures that import, not the grader."""
+    source = path.read_text()
+    return not any(f"import {name}" in source or f"from {name}" in source for name in ("torch", "jax"))
+
+
 def build_corpus(folder: Path, count: int) -> list[Path]:
-    correct = sorted(p for p in (CORPUS / "correct").glob("*.py"))
-    buggy = sorted(p for p in (CORPUS / "buggy").glob("*.py") if p.name not in SLOW)
+    correct = sorted(p for p in (CORPUS / "correct").glob("*.py") if numpy_only(p))
+    buggy = sorted(p for p in (CORPUS / "buggy").glob("*.py") if p.name not in SLOW and numpy_only(p))
     files = []
     for i in range(count):
         source = (correct if i % 2 == 0 else buggy)[(i // 2) % len(correct if i % 2 == 0 else buggy)]
