@@ -86,7 +86,10 @@ def describe(ev: Evidence, variant: Variant, names: list[str], failed: Failed) -
             out.append(Diagnosis.of(name, f"reproduced by the reference that {option.describe}", {"variant": variant.label()}, failed))
         if "ndim" in option.name:
             out[-1] = _factor_by_rank(ev, out[-1], option, names)
-        if option.right_on or len(option.names) > 1 or any(o in folded for o in variant.deviations):
+        # The verdicts by rank compare the whole submission with the reference: they speak of
+        # this mistake only when no other mistake shares the variant.
+        alone = all(o is option or o in folded for o in variant.deviations)
+        if alone and (option.right_on or len(option.names) > 1 or any(o in folded for o in variant.deviations)):
             out[-1] = _with_ranks(ev, out[-1], names, [o for o in variant.deviations if o in folded])
     return out
 
