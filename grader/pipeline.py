@@ -390,7 +390,8 @@ def _grader_spec(name: str, folders: tuple[str, ...]) -> ModuleSpec | None:
 
 def _spec_location(spec: ModuleSpec | None) -> str | None:
     """The canonical folder (package) or file (module) a spec loads from; None for built-in and
-    frozen modules, which the worker has anyway, and for what lies in the current folder."""
+    frozen modules, which the worker has anyway, and for what the current folder itself holds
+    (found through its entry on sys.path; a virtual environment below it is an ordinary install)."""
     if spec is None:
         return None
     if spec.submodule_search_locations:
@@ -400,7 +401,7 @@ def _spec_location(spec: ModuleSpec | None) -> str | None:
     if not where or not os.path.isabs(where):
         return None
     real = os.path.realpath(where)
-    return None if _beneath(real, os.path.realpath(os.getcwd())) else real
+    return None if os.path.dirname(real) == os.path.realpath(os.getcwd()) else real
 
 
 def _internal_error(exc: Exception) -> str:
