@@ -6,8 +6,8 @@ references from the grader itself. It must come before Landlock, since a Landloc
 process can no longer mount.
 
 Paths and the unprivileged user: after setuid(65534) the classic permission bits apply again.
-A readable path below a folder only root may enter (here: the Python of pyenv lives under
-/root, mode 0700) would become unreachable, and every later import of a stdlib module that was
+A readable path below a folder only root may enter (an interpreter installed in root's home
+folder, mode 0700) would become unreachable, and every later import of a stdlib module that was
 not imported yet would fail. In the private mount namespace such a blocking folder is replaced
 by a read-only tmpfs holding only bind mounts of the readable paths below it. Without a mount
 namespace, the unprivileged-user layer still drops privileges and lists the unreachable paths
