@@ -1172,3 +1172,28 @@ def test_no_key_crosses_between_the_grader_and_workers(box: Box) -> None:
     assert first["left"] > 0  # it did leave a key in its user keyring
     second = in_child(next_worker)
     assert second["found"] < 0, "a worker found the key an earlier worker left"
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="folders are replaced for nobody only when the worker runs as root")
+def test_a_hidden_path_below_a_replaced_folder_counts_as_covered(box: Box) -> None:
+    """A folder nobody may not enter is replaced by a tmpfs holding only the readable paths below
+    it; a hidden path beside them (the result cache in root's home) is then gone from view, which
+    is what hiding asks: the layer stays in force."""
+    private = os.path.join(box.base, "private")
+    shown = os.path.join(private, "shown")
+    cache = os.path.join(private, "cache")
+    os.makedirs(shown)
+    os.makedirs(cache)
+    os.chmod(private, 0o700)
+    os.chmod(shown, 0o755)
+    Path(cache, "entry.json").write_text("a cached verdict")
+
+    def body() -> dict[str, Any]:
+        policy = box.policy(readable=(*default_readable_paths(box.readable), shown), hidden=(box.hidden, cache))
+        layers = apply_isolation(policy, only={"unprivileged-user", "mount-namespace"})
+        return {"layers": layers_json(layers), "cache_seen": os.path.lexists(cache)}
+
+    result = in_child(body)
+    active, detail = result["layers"]["mount-namespace"]
+    assert active, detail
+    assert "2/2 hidden path(s)" in detail and not result["cache_seen"]

@@ -106,6 +106,11 @@ def _layer_mount(policy: Policy, hidden: list[str], reach_for: tuple[int, int] |
     covered = 0
     masked = [m for m in _outermost(_existing(policy.masked)) if not any(_beneath(m, h) for h in hidden)]
     for path in [*hidden, *masked]:
+        if not os.path.lexists(path):
+            # It existed before the readable paths were made reachable: a folder above it was
+            # replaced by a tmpfs that holds only those paths. Out of sight already.
+            covered += 1
+            continue
         try:
             if os.path.isdir(path):
                 _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=000,size=4k,nr_inodes=2")
