@@ -26,6 +26,8 @@ class RunInfo:
     max_score: float
     quiet: bool = False
     color: bool = False  # the text report on a terminal
+    verbose: bool = False  # -v: every figure, mismatch statistic and full why-text
+    audience: Literal["reviewer", "candidate"] = "reviewer"  # candidate: nothing of the stored cases
 
 
 class Reporter(Protocol):

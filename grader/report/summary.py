@@ -1,11 +1,75 @@
-"""Figures over a whole run, shared by the end-of-run table and the markdown summary."""
+"""What a run keeps of each submission once its report went to every sink, and the figures over
+the whole run drawn from it (the end-of-batch table, the Markdown summary, the gradebook).
+
+A batch of tens of thousands of submissions must not keep tens of thousands of Reports alive:
+each Report (with the arrays behind its checks) goes to the reporters as soon as it is known and
+is then dropped; only its :class:`Row`, a few hundred bytes, stays until the end.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections import Counter
+from dataclasses import dataclass
+from pathlib import PurePath
 
 from grader.report.model import Report
+
+
+def candidate_of(report: Report) -> str:
+    """Who a report is about: a checkout's folder name, else the submission file's stem."""
+    label = report.extra.get("candidate")
+    if isinstance(label, str) and label:
+        return PurePath(label).name or label
+    return PurePath(report.path).stem or report.path
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRow:
+    """One check's result in a Row: what a gradebook column needs."""
+
+    id: str
+    title: str
+    passed: bool
+    points: float
+    max_points: float
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """The little a run keeps of one graded submission."""
+
+    candidate: str
+    path: str
+    verdict: str  # "passed", "failed", "not graded"
+    score: float
+    max_score: float
+    bugs: tuple[tuple[str, str], ...]  # (code, name) of each error-severity diagnosis
+    diagnoses: tuple[tuple[str, str], ...]  # (code, name) of every diagnosis, warnings included
+    checks: tuple[CheckRow, ...]
+    duration_s: float
+    cached: bool
+    error: str | None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "passed"
+
+    @classmethod
+    def of(cls, report: Report) -> Row:
+        verdict = "passed" if report.passed else ("not graded" if report.error is not None else "failed")
+        return cls(
+            candidate=candidate_of(report),
+            path=report.path,
+            verdict=verdict,
+            score=report.score,
+            max_score=report.max_score,
+            bugs=tuple((d.code, d.name) for d in report.errors),
+            diagnoses=tuple((d.code, d.name) for d in report.diagnoses),
+            checks=tuple(CheckRow(c.id, c.title, c.passed, c.points, c.max_points) for c in report.checks),
+            duration_s=report.duration_s,
+            cached=bool(report.extra.get("cached")),
+            error=report.error,
+        )
 
 
 @dataclass(frozen=True)
@@ -21,15 +85,16 @@ class RunSummary:
     slowest: tuple[tuple[str, float], ...]  # (path, seconds), slowest first
 
     @classmethod
-    def of(cls, reports: list[Report], top: int = 5) -> RunSummary:
-        names: Counter[tuple[str, str]] = Counter((d.code, d.name) for r in reports for d in r.diagnoses)
-        timed = sorted((r for r in reports if not r.extra.get("cached") and r.error is None), key=lambda r: -r.duration_s)
+    def of(cls, reports: "list[Report] | list[Row]", top: int = 5) -> RunSummary:
+        rows = [r if isinstance(r, Row) else Row.of(r) for r in reports]
+        names: Counter[tuple[str, str]] = Counter(pair for r in rows for pair in r.diagnoses)
+        timed = sorted((r for r in rows if not r.cached and r.error is None), key=lambda r: -r.duration_s)
         return cls(
-            total=len(reports),
-            passed=sum(r.passed for r in reports),
-            failed=sum(not r.passed and r.error is None for r in reports),
-            errors=sum(r.error is not None for r in reports),
-            cached=sum(bool(r.extra.get("cached")) for r in reports),
+            total=len(rows),
+            passed=sum(r.passed for r in rows),
+            failed=sum(r.verdict == "failed" for r in rows),
+            errors=sum(r.error is not None for r in rows),
+            cached=sum(r.cached for r in rows),
             diagnoses=tuple((code, name, n) for (code, name), n in names.most_common(top)),
             slowest=tuple((r.path, r.duration_s) for r in timed[:top]),
         )
