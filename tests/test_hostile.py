@@ -56,7 +56,7 @@ ORDER = [
     "exit_at_import.py", "exit_in_call.py", "segfault.py", "read_stdin.py", "forge_results.py", "forge_sandbox.py",
     "forge_parser_bombs.py", "flood_output.py", "print_env.py", "steal_references.py", "tcp_connect.py", "write_outside.py",
     "evil_subclass.py", "monkeypatch_numpy.py", "huge_array.py", "memory_bomb.py", "kill_parent.py",
-    "keyring_leave.py", "keyring_steal.py", "mode_000.py", "read_git_config.py", "link_root.py",
+    "keyring_leave.py", "keyring_steal.py", "mode_000.py", "read_git_config.py", "link_root.py", "unix_sockets.py",
     "endless_loop.py", "sleep_at_import.py", "ignore_sigterm.py", "child_sleeper.py",
     "escape_setsid.py", "escape_double_fork.py", "fork_storm.py",
 ]
@@ -170,9 +170,13 @@ class Arena:
     pickle_marker: Path
     git_token: str  # in the .git/config of a checkout
     token: str  # names the keys of this arena
+    unix: socket.socket | None = None  # listening in a 0700 folder of the grading user
+    unix_folder: Path | None = None
+    neighbours: threading.Event = field(default_factory=threading.Event)  # set: stop making them
 
     @classmethod
-    def build(cls) -> Arena:
+    def build(cls, owner: int | None = None) -> Arena:
+        """``owner``: the uid the grader runs as (the owner of the private socket folder)."""
         base = Path(tempfile.mkdtemp(prefix="grader-hostile-"))
         os.chmod(base, 0o755)
         subs = base / "subs"
@@ -196,6 +200,17 @@ class Arena:
         if os.path.isdir("/dev/shm"):
             targets.append(Path("/dev/shm") / f"grader-hostile-{token}.txt")
         arena = cls(base, subs, tcp, udp, targets, base / "pickle-marker", "ghs_" + secrets.token_hex(12), token)
+        # A socket where a session bus or an ssh-agent would be: a 0700 folder of the grading user.
+        arena.unix_folder = Path(tempfile.mkdtemp(prefix="grader-hostile-user-"))
+        unix_path = arena.unix_folder / "agent.sock"
+        arena.unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        arena.unix.bind(str(unix_path))
+        arena.unix.listen(8)
+        arena.unix.setblocking(False)
+        os.chmod(unix_path, 0o777)
+        if owner is not None and owner != os.getuid():
+            os.chown(arena.unix_folder, owner, owner)
+        threading.Thread(target=arena._make_neighbours, daemon=True).start()
         config = {
             "key_grader": f"grader-hostile-grader-{token}",
             "key_left": f"grader-hostile-left-{token}",
@@ -203,6 +218,8 @@ class Arena:
             "udp_port": udp.getsockname()[1],
             "write_targets": [str(t) for t in targets],
             "pickle_marker": str(arena.pickle_marker),
+            "unix_socket": str(unix_path),
+            "neighbour_token": f"grader-neighbour-{token}",
         }
         (subs / "hostile.json").write_text(json.dumps(config))
         for name, extra in CHECKOUTS.items():
@@ -235,6 +252,30 @@ class Arena:
             conn.close()
             count += 1
 
+    def unix_connections(self) -> int:
+        count = 0
+        while self.unix is not None:
+            try:
+                conn, _ = self.unix.accept()
+            except (BlockingIOError, OSError):
+                break
+            conn.close()
+            count += 1
+        return count
+
+    def _make_neighbours(self) -> None:
+        """What another worker does in /tmp: a folder made and removed every 20 ms, named so that
+        the attack can tell it (at most 10,000 times, about three minutes)."""
+        for n in range(10_000):
+            if self.neighbours.wait(0.02):
+                return
+            folder = Path("/tmp") / f"grader-neighbour-{self.token}-{n}"
+            try:
+                folder.mkdir()
+                folder.rmdir()
+            except OSError:
+                return
+
     def udp_datagrams(self) -> int:
         count = 0
         while True:
@@ -245,8 +286,13 @@ class Arena:
             count += 1
 
     def close(self) -> None:
+        self.neighbours.set()
         self.tcp.close()
         self.udp.close()
+        if self.unix is not None:
+            self.unix.close()
+        if self.unix_folder is not None:
+            shutil.rmtree(self.unix_folder, ignore_errors=True)
         for target in self.write_targets:
             target.unlink(missing_ok=True)
         shutil.rmtree(self.base, ignore_errors=True)
@@ -267,6 +313,7 @@ class Batch:
     left_behind: dict[str, list[int]] = field(default_factory=dict)  # marker -> pids still alive
     connections: int = 0
     datagrams: int = 0
+    unix_connections: int = 0
 
     def finish(self) -> None:
         try:
@@ -280,6 +327,7 @@ class Batch:
         self.left_behind = _leftovers(re.findall(r"MARKER (hx[0-9a-f]{10})", self.stdout))
         self.connections = self.arena.tcp_connections()
         self.datagrams = self.arena.udp_datagrams()
+        self.unix_connections = self.arena.unix_connections()
         try:
             self.doc = json.loads(self.stdout)
         except ValueError:
@@ -368,7 +416,7 @@ def batches() -> Iterator[dict[str, Batch | str]]:
             if reason:
                 runs[mode] = reason
                 continue
-            arena = Arena.build()
+            arena = Arena.build(owner=None if mode == "as-is" else 1000)
             arenas.append(arena)
             secret = "ci-secret-" + secrets.token_hex(8)
             _plant_session_key(f"grader-hostile-grader-{arena.token}", secret.encode())
@@ -508,6 +556,7 @@ def test_no_secret_reaches_any_output(batch: Batch) -> None:
         ("keyring_steal.py", ["values-mismatch"], "completed"),
         ("mode_000.py", ["values-mismatch"], "completed"),
         ("read_git_config.py", ["values-mismatch"], "completed"),
+        ("unix_sockets.py", ["values-mismatch"], "completed"),
     ],
 )
 def test_verdict_and_diagnosis(batch: Batch, name: str, expected: list[str], status: str) -> None:
@@ -554,6 +603,26 @@ def test_tcp_connect_to_the_loopback_is_blocked(batch: Batch) -> None:
     batch.require("tcp_connect.py", "network-namespace", "landlock-net")
     assert "tcp connect: failed" in batch.output("tcp_connect.py")
     assert batch.connections == 0
+
+
+def _require_view_of_own_paths(batch: Batch, name: str) -> None:
+    """As root the drop to nobody already keeps the worker out of the grading user's folders;
+    graded by an ordinary user only the worker's mount namespace (its view of the shared folders)
+    does. Without user namespaces there is none: a known limit, reported by --sandbox-info."""
+    batch.require(name, "mount-namespace", *(("unprivileged-user",) if batch.mode == "as-is" else ()))
+
+
+def test_the_grading_users_unix_socket_is_out_of_reach(batch: Batch) -> None:
+    _require_view_of_own_paths(batch, "unix_sockets.py")
+    assert "unix connect: failed" in batch.output("unix_sockets.py")
+    assert batch.unix_connections == 0
+
+
+def test_other_workers_folders_are_out_of_sight(batch: Batch) -> None:
+    batch.require("unix_sockets.py", "mount-namespace")
+    output = batch.output("unix_sockets.py")
+    assert "inotify watch on /tmp: set" in output  # it watched: the check proves something
+    assert "neighbour names seen: 0" in output, output
 
 
 def test_udp_to_the_loopback_is_blocked(batch: Batch) -> None:

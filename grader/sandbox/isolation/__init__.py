@@ -49,8 +49,10 @@ Pitfalls for the caller:
 
 What is not covered: seccomp (the submission may still call unshare(CLONE_NEWUSER), io_uring,
 ...), cgroups (memory is bounded by RLIMIT_AS, not by a cgroup). Landlock (ABI <= 7) controls
-neither UDP nor connecting to a pathname unix socket: the network namespace removes UDP, and
-after the drop to uid 65534 only world-writable sockets stay connectable.
+neither UDP nor connecting to a pathname unix socket: the network namespace removes UDP, and the
+mount namespace replaces the folders where sockets of others live (/tmp, /run, the grading
+user's home) by a view of the worker's own paths; without it, after the drop to uid 65534 only
+world-writable sockets stay connectable.
 """
 
 from __future__ import annotations
@@ -128,8 +130,9 @@ def apply_isolation(policy: Policy, *, only: Collection[str] | None = None) -> l
         needs a single thread.
      3. network and IPC namespaces: need CAP_SYS_ADMIN (real, or from step 2).
      4. mount namespace: make / private first (otherwise the mounts would propagate to the host
-        and hide the references from the grader itself), make the readable paths reachable for
-        the unprivileged user (see ``mounts``), mount an empty read-only tmpfs over every hidden
+        and hide the references from the grader itself), replace the shared folders (/tmp,
+        /run, the home folder, ...) by a view of the worker's own paths, make the readable
+        paths reachable for the unprivileged user (see ``mounts``), mount an empty read-only tmpfs over every hidden
         path, and mount a fresh /proc when PID 1 of a new PID namespace. Must come before
         Landlock: a Landlock-restricted process can no longer mount.
      5. Landlock rulesets are built (paths opened with O_PATH) while still privileged and after

@@ -1,5 +1,6 @@
-"""The mount namespace: hidden paths covered by empty read-only mounts, readable paths made
-reachable for the unprivileged user, and a fresh /proc for PID 1 of a PID namespace.
+"""The mount namespace: the folders shared with others replaced by a view of the worker's own
+paths, hidden paths covered by empty read-only mounts, readable paths made reachable for the
+unprivileged user, and a fresh /proc for PID 1 of a PID namespace.
 
 / is made private first: otherwise the mounts would propagate to the host and hide the
 references from the grader itself. It must come before Landlock, since a Landlock-restricted
@@ -17,10 +18,11 @@ in its detail.
 from __future__ import annotations
 
 import os
+import pwd
 import stat
 
 from grader.sandbox.isolation.model import Layer, Policy, _failed
-from grader.sandbox.isolation.paths import _beneath, _existing, _first_blocker, _outermost, _unreachable
+from grader.sandbox.isolation.paths import _beneath, _existing, _first_blocker, _outermost, _real, _unreachable
 from grader.sandbox.isolation.syscalls import (
     CLONE_NEWNS,
     MS_BIND,
@@ -37,6 +39,72 @@ from grader.sandbox.isolation.syscalls import (
     _mount,
     _unshare,
 )
+
+
+def _expose_only(folder: str, targets: list[str]) -> None:
+    """Cover ``folder`` with a read-only tmpfs (mode 0755) holding only the chain of folders that
+    leads to each of ``targets``, each bind-mounted from the original (writable where the
+    original is: the worker's own folder stays writable). Only this mount namespace sees it."""
+    # O_PATH handles taken before the folder is covered; bind mounts are made from them.
+    handles = {t: os.open(t, os.O_PATH | os.O_CLOEXEC) for t in targets}
+    try:
+        _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096")
+        for target, fd in handles.items():
+            parent = os.path.dirname(target)
+            os.makedirs(parent, mode=0o755, exist_ok=True)
+            # makedirs is subject to the umask; the skeleton must be enterable by any uid.
+            walk = parent
+            while _beneath(walk, folder):
+                os.chmod(walk, 0o755)
+                if walk == folder:
+                    break
+                walk = os.path.dirname(walk)
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                os.makedirs(target, mode=0o755, exist_ok=True)
+            else:
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+            _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
+        try:
+            _mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        except OSError:
+            pass  # the skeleton stays writable by root only: the unprivileged uid cannot write it
+    finally:
+        for fd in handles.values():
+            os.close(fd)
+
+
+def _shared_folders() -> list[str]:
+    """Folders where the worker could find what is not its own: the temporary folders (other
+    workers' folders, whose names inotify on /tmp would show; sockets left there), /run (the
+    session bus and the grading user's service manager and ssh-agent under /run/user/UID) and
+    the grading user's home. A unix socket is reachable by path whatever Landlock says (ABI <= 7
+    does not control connect), so these folders must be gone from the worker's view."""
+    folders = ["/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run"]
+    try:
+        folders.append(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:
+        pass  # a uid without a passwd entry (some containers): it has no home to hide
+    return [f for f in dict.fromkeys(_real(f) for f in _existing(folders)) if f != "/" and os.path.isdir(f)]
+
+
+def _cover_shared(wanted: list[str]) -> list[str]:
+    """Replace each shared folder (see _shared_folders) by a view of only the ``wanted`` paths
+    below it (the worker's own folder, the submission, an install in the home folder). A folder
+    that a wanted path contains or is (a submission graded from /tmp itself) stays as it is.
+    Returns notes for the layer's detail."""
+    notes: list[str] = []
+    for folder in _shared_folders():
+        if any(_beneath(folder, path) for path in wanted):
+            notes.append(f"{folder} left in view: it is (inside) a path the worker reads")
+            continue
+        targets = _outermost(p for p in wanted if _beneath(p, folder))
+        try:
+            _expose_only(folder, targets)
+        except OSError as exc:
+            notes.append(f"cannot replace {folder}: {exc.strerror}")
+            continue
+        notes.append(f"{folder} replaced by a view of {len(targets)} path(s) of the worker")
+    return notes
 
 
 def _make_reachable(paths: list[str], uid: int, gid: int) -> list[str]:
@@ -56,32 +124,7 @@ def _make_reachable(paths: list[str], uid: int, gid: int) -> list[str]:
             break
         blocker = min(groups, key=lambda b: (b.count("/"), b))
         targets = groups[blocker]
-        # O_PATH handles taken before the folder is covered; bind mounts are made from them.
-        handles = {t: os.open(t, os.O_PATH | os.O_CLOEXEC) for t in targets}
-        try:
-            _mount("tmpfs", blocker, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096")
-            for target, fd in handles.items():
-                parent = os.path.dirname(target)
-                os.makedirs(parent, mode=0o755, exist_ok=True)
-                # makedirs is subject to the umask; the skeleton must be enterable by uid.
-                walk = parent
-                while _beneath(walk, blocker):
-                    os.chmod(walk, 0o755)
-                    if walk == blocker:
-                        break
-                    walk = os.path.dirname(walk)
-                if stat.S_ISDIR(os.fstat(fd).st_mode):
-                    os.makedirs(target, mode=0o755, exist_ok=True)
-                else:
-                    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
-                _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
-            try:
-                _mount(None, blocker, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-            except OSError:
-                pass  # the skeleton stays writable by root only: uid cannot write it anyway
-        finally:
-            for fd in handles.values():
-                os.close(fd)
+        _expose_only(blocker, targets)
         notes.append(f"{blocker} (not enterable by uid {uid}) replaced by a tmpfs exposing {len(targets)} path(s)")
     return notes
 
@@ -97,8 +140,9 @@ def _layer_mount(policy: Policy, hidden: list[str], reach_for: tuple[int, int] |
     except OSError as exc:
         return Layer("mount-namespace", False, f"new mount namespace but / could not be made private ({exc}); nothing mounted")
     notes: list[str] = []
+    wanted = _existing([*policy.readable, policy.workdir])
+    notes += _cover_shared(wanted)
     if reach_for is not None:
-        wanted = _existing([*policy.readable, policy.workdir])
         try:
             notes += _make_reachable(_unreachable(wanted, *reach_for), *reach_for)
         except OSError as exc:
