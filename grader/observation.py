@@ -63,6 +63,27 @@ class Value:
         return self.array is not None
 
 
+GradientStatus = Literal["computed", "no-gradient", "failed", "no-output"]
+GRADIENT_STATUSES: tuple[GradientStatus, ...] = ("computed", "no-gradient", "failed", "no-output")
+GRADIENT_INPUTS = ("Q", "K", "V")
+
+
+@dataclass(frozen=True)
+class Gradients:
+    """What the worker's autograd gave for a gradient probe (see grader.sandbox.gradients):
+    ``computed`` (``arrays`` by input, the inputs that got ``None`` in ``none``), ``no-gradient``
+    (the output has no graph: every input in ``none``), ``failed`` (the backward raised: ``error``)
+    or ``no-output`` (nothing of the output's shape to differentiate)."""
+
+    status: GradientStatus
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # "Q", "K", "V" -> the gradient
+    none: tuple[str, ...] = ()
+    reason: str = ""
+    error: ErrorInfo | None = None
+    item: int | None = None  # the item of a returned tuple that was differentiated
+    duration_s: float = 0.0
+
+
 @dataclass(frozen=True)
 class Observation:
     """What one call of the submission's function did: returned a value or raised."""
@@ -74,6 +95,7 @@ class Observation:
     value: Value | None = None
     error: ErrorInfo | None = None
     inputs_after: dict[str, np.ndarray] = field(default_factory=dict)
+    gradients: Gradients | None = None  # for a gradient probe that returned
 
 
 @dataclass(frozen=True)
@@ -173,6 +195,24 @@ def parse_value(meta: Any, arrays: dict[str, np.ndarray], depth: int = 0) -> Val
     return Value(type=_str(meta, "type", "?", 200), array=array, items=items, list_array=list_array, repr=str(meta.get("repr", ""))[:300])
 
 
+def parse_gradients(meta: Any, arrays: dict[str, np.ndarray]) -> Gradients:
+    if not isinstance(meta, dict) or meta.get("status") not in GRADIENT_STATUSES:
+        raise MalformedMessage("bad gradients field")
+    none = meta.get("none", [])
+    if not isinstance(none, list) or any(n not in GRADIENT_INPUTS for n in none):
+        raise MalformedMessage("bad list of inputs without gradient")
+    item, duration = meta.get("item"), meta.get("duration", 0.0)
+    return Gradients(
+        status=meta["status"],
+        arrays={label: arrays[f"grad.{label}"] for label in GRADIENT_INPUTS if f"grad.{label}" in arrays and label not in none},
+        none=tuple(dict.fromkeys(none)),
+        reason=str(meta.get("reason", ""))[:300],
+        error=parse_error(meta["error"]) if "error" in meta else None,
+        item=item if type(item) is int and 0 <= item < 4 else None,
+        duration_s=float(duration) if isinstance(duration, (int, float)) else 0.0,
+    )
+
+
 def parse_result(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Observation:
     probe = _str(meta, "probe", None, 200)
     call = meta.get("call")
@@ -186,7 +226,8 @@ def parse_result(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Observa
         duration = 0.0
     after = {label: arrays[f"after.{label}"] for label in ("Q", "K", "V") if f"after.{label}" in arrays}
     if status == "returned":
-        return Observation(probe, call, "returned", float(duration), value=parse_value(meta.get("value"), arrays), inputs_after=after)
+        gradients = parse_gradients(meta["gradients"], arrays) if "gradients" in meta else None
+        return Observation(probe, call, "returned", float(duration), value=parse_value(meta.get("value"), arrays), inputs_after=after, gradients=gradients)
     return Observation(probe, call, "raised", float(duration), error=parse_error(meta.get("error")), inputs_after=after)
 
 

@@ -13,6 +13,17 @@ Some checks ask more of a probe: ``repeat=2`` calls it twice on fresh copies of 
 (determinism), ``return_inputs`` sends back Q, K and V as they were after the call (mutation).
 Asked by several checks, a probe is run once with the union of what they asked.
 
+The ``gradients`` check has a probe of its own per case, ``CASE/gradients``
+(:func:`gradient_probe`): the stored Q, K and V (under the case's mask, if it has one) and G, a
+fixed random array of the output's shape. The worker calls the function with inputs that
+require gradients and sends back the gradients of ``sum(output * G)`` with respect to Q, K and
+V, as plain arrays (``grader.sandbox.gradients``). It is a separate call, not a flag on
+``CASE/values``: that probe's observation stays a plain call, so a submission that cannot run
+under autograd (``q.numpy()``) still has its forward values judged. Gradient probes run after
+every other probe, so a backward that hangs or kills the worker costs no forward observation.
+Only a PyTorch or JAX worker runs them; a NumPy worker has no autograd and skips them (the check
+is absent for NumPy submissions, see ``grader.suite.Suite.for_framework``).
+
 The ``fresh`` check adds cases that exist nowhere on disk: shapes and values are drawn at grading
 time by ``numpy.random.default_rng`` from fresh operating-system entropy, never written anywhere,
 so a submission that replays stored answers cannot pass them. Their values are rounded to the
@@ -41,7 +52,12 @@ NEEDS: dict[str, tuple[tuple[str, int, bool], ...]] = {
     "stability": (("values", 1, False), ("identity", 1, False)),
     "mutation": (("values", 1, True),),
     "determinism": (("values", 2, False),),
+    "gradients": (),  # a probe of its own per case: gradient_probe
 }
+GRADIENTS = "gradients"  # the kind (and name suffix) of a gradient probe
+# The seed of G, mixed with the case's own seed: fixed, so the same case always gets the same G,
+# and different for every case. Nothing depends on its value but G itself.
+GRADIENT_SEED = 0x6772_6164
 
 FRESH_PREFIX = "fresh-"
 FRESH_SIZES = (2, 16)  # token and value sizes of fresh cases are drawn from this range (both ends included)
@@ -63,10 +79,17 @@ class Probe:
     magnitude: float = 1.0  # the spread of the inputs: large ones test the softmax's stability
     fresh: bool = False  # drawn at grading time: no stored answer exists
     mask: np.ndarray | None = None  # a boolean mask (True = keep) of shape (..., T_q, T_k)
+    # For a gradient probe: the weights of the output in the scalar whose gradients the worker sends
+    G: np.ndarray | None = None
 
     @property
     def batched(self) -> bool:
         return self.Q.ndim > 2
+
+    @property
+    def gradients(self) -> bool:
+        """Whether the worker is to send the gradients of sum(output * G) for this call."""
+        return self.G is not None
 
 
 def identity_values(tk: int, batch: tuple[int, ...]) -> np.ndarray:
@@ -92,7 +115,12 @@ def build_probes(suite: Suite, refs: ReferenceSet, fresh_seed: int | None = None
     operating system (``numpy.random.default_rng()``), kept nowhere.
     """
     probes: dict[str, Probe] = {}
+    backward: dict[str, Probe] = {}  # gradient probes, sent last
     for check in suite.checks:
+        if check.kind == GRADIENTS:
+            for case_name in check.cases:
+                _add(backward, gradient_probe(refs.cases[case_name]))
+            continue
         if check.kind == "fresh":
             # A take-home without batches (groups: {batch: false}) gets single sequences only.
             for probe in fresh_probes(fresh_seed, batched="batch" not in suite.groups_off):
@@ -109,7 +137,17 @@ def build_probes(suite: Suite, refs: ReferenceSet, fresh_seed: int | None = None
                 V = data.V if kind == "values" else identity_values(shape.tk, shape.batch)
                 probe = Probe(probe_name(case_name, kind), case_name, kind, data.Q, data.K, V, repeat, return_inputs, data.case.magnitude)
                 _add(probes, probe)
-    return list(probes.values())
+    return list(probes.values()) + list(backward.values())
+
+
+def gradient_probe(data: CaseData) -> Probe:
+    """The stored Q, K and V of a case (under its mask, if any) and a fixed random G of the
+    output's shape, rounded to the inputs' grid."""
+    shape = data.case.shape
+    rng = np.random.default_rng([GRADIENT_SEED, data.case.seed])
+    G = np.round(rng.standard_normal(shape.output()) * GRID) / GRID
+    name = probe_name(data.case.name, GRADIENTS)
+    return Probe(name, data.case.name, GRADIENTS, data.Q, data.K, data.V, magnitude=data.case.magnitude, mask=case_mask(data.case), G=G)
 
 
 def mask_probes(data: CaseData) -> list[Probe]:

@@ -20,7 +20,10 @@ from grader.diagnosis.registry import BY_NAME
 from grader.entry import Entry, parse_entry
 from grader.errors import SuiteError
 
-CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch", "cross", "stability", "mutation", "determinism", "fresh", "mask")
+CHECK_KINDS = ("load", "shape", "weights", "outputs", "batch", "cross", "stability", "mutation", "determinism", "fresh", "mask", "gradients")
+# Kinds only an array framework with autograd can be asked: absent (not failed) for NumPy
+# submissions, so they neither score nor count toward a NumPy submission's maximum.
+FRAMEWORK_ONLY_KINDS = ("gradients",)
 # Kinds that need no stored case: `fresh` draws its own inputs at grading time.
 CASELESS_KINDS = ("load", "fresh")
 SEVERITIES = ("error", "warning", "off")
@@ -135,12 +138,27 @@ class Suite:
     # Where the function is in a candidate's folder, which arrays it takes, what is off
     entry: Entry | None = None
     framework: str = "auto"
-    disabled: tuple[str, ...] = ()  # ids of the checks turned off (by `groups:` or `enabled: false`)
+    disabled: tuple[str, ...] = ()  # ids of the checks turned off (by `groups:`, `gradients: off` or `enabled: false`)
     groups_off: tuple[str, ...] = ()  # the groups turned off: with `batch` off, fresh cases are single sequences
 
     @property
     def max_score(self) -> float:
+        """Every check's points: the maximum of a PyTorch or JAX submission (see max_score_for)."""
         return float(sum(c.points for c in self.checks))
+
+    def for_framework(self, framework: str) -> Suite:
+        """The suite as a submission in ``framework`` is graded: for NumPy, without the checks
+        that need autograd (``FRAMEWORK_ONLY_KINDS``), and a ``requires`` on them dropped."""
+        if framework in ("torch", "jax") or not any(c.kind in FRAMEWORK_ONLY_KINDS for c in self.checks):
+            return self
+        absent = {c.id for c in self.checks if c.kind in FRAMEWORK_ONLY_KINDS}
+        kept = tuple(replace(c, requires=tuple(r for r in c.requires if r not in absent)) for c in self.checks if c.id not in absent)
+        return replace(self, checks=kept)
+
+    def max_score_for(self, framework: str) -> float:
+        """The maximum of a submission graded in ``framework``; for ``auto`` (each submission's
+        own), NumPy's: the maximum a run reports for itself, each submission carrying its own."""
+        return self.for_framework(framework).max_score
 
     def case_digests(self) -> dict[str, str]:
         """What each case's stored references depend on (its seed, sizes, magnitude and mask), so
@@ -347,9 +365,9 @@ def _check(doc: _Doc, index: int, raw: Any, cases: dict[str, Case], earlier: lis
         for n in names:
             if cases[n].mask is None:
                 raise doc.error(path, f"case '{n}' has no mask; a mask check needs cases with `mask:`")
-    elif any(cases[n].mask is not None for n in names):
+    elif kind != "gradients" and any(cases[n].mask is not None for n in names):
         masked = next(n for n in names if cases[n].mask is not None)
-        raise doc.error(path, f"case '{masked}' has a mask; only a 'mask' check takes masked cases")
+        raise doc.error(path, f"case '{masked}' has a mask; only a 'mask' check takes masked cases (and a 'gradients' check)")
     if kind == "batch":
         for n in names:
             if not cases[n].shape.batch:
@@ -422,7 +440,7 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
         (),
         {
             "version": True, "name": True, "function": False, "cases": True, "checks": True, "tolerance": False, "limits": False,
-            "severity": False, "references": False, "entry": False, "framework": False, "groups": False,
+            "severity": False, "references": False, "entry": False, "framework": False, "groups": False, "gradients": False,
         },
     )
     version = _int(doc, top["version"], ("version",), 1)
@@ -490,16 +508,24 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
     )
 
 
+def _switch(doc: _Doc, value: Any, path: tuple[str, ...]) -> bool:
+    """``on`` / ``off`` (YAML reads both as booleans, as it does true / false), or the quoted words."""
+    if isinstance(value, str) and value in ("on", "off"):
+        return value == "on"
+    return bool(_typed(doc, value, path, lambda x: isinstance(x, bool), "on or off"))
+
+
 def _enabled_checks(doc: _Doc, top: dict[str, Any], checks: list[CheckSpec]) -> tuple[list[CheckSpec], tuple[str, ...], tuple[str, ...]]:
-    """Drop the checks whose group is off (``groups: {batch: false}``) or that say
-    ``enabled: false``. A requirement on a dropped check is dropped with it: what does not run
-    cannot block anything."""
+    """Drop the checks whose group is off (``groups: {batch: false}``), the gradient checks when
+    ``gradients: off``, and those that say ``enabled: false``. A requirement on a dropped check is
+    dropped with it: what does not run cannot block anything."""
     groups_raw = _mapping(doc, top.get("groups", {}), ("groups",), {g: False for g in GROUPS})
     groups = {g: _typed(doc, v, ("groups", g), lambda x: isinstance(x, bool), "true or false") for g, v in groups_raw.items()}
+    gradients = _switch(doc, top.get("gradients", True), ("gradients",))
     off = set()
     for i, spec in enumerate(checks):
         own = top["checks"][i].get("enabled", True)
-        if not own or not groups.get(GROUP_OF_KIND.get(spec.kind, ""), True):
+        if not own or not groups.get(GROUP_OF_KIND.get(spec.kind, ""), True) or spec.kind == "gradients" and not gradients:
             off.add(spec.id)
     kept = [replace(c, requires=tuple(r for r in c.requires if r not in off)) for c in checks if c.id not in off]
     if not kept:

@@ -36,6 +36,8 @@ def observe_probe(probe: Probe, impl: Impl, call: int = 0) -> Observation:
 def observe(probes: Iterable[Probe], impl: Impl, status: str = "completed") -> WorkerRun:
     observations = {}
     for probe in probes:
+        if probe.gradients:
+            continue  # a NumPy worker has no autograd: it skips the gradient probes
         for call in range(probe.repeat):
             observations[(probe.name, call)] = observe_probe(probe, impl, call)
     load = LoadInfo(ok=True, callable_type="function", signature="(Q, K, V)")

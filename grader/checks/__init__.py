@@ -9,6 +9,7 @@ from __future__ import annotations
 from grader.checks.base import Check, CheckContext, CheckResult, result
 from grader.checks.behaviour import DeterminismCheck, MutationCheck
 from grader.checks.fresh import FreshCheck
+from grader.checks.gradients import GradientsCheck
 from grader.checks.load import LoadCheck
 from grader.checks.mask import MaskCheck
 from grader.checks.shape import ShapeCheck
@@ -23,7 +24,7 @@ REGISTRY: dict[str, Check] = {
     check.kind: check
     for check in (
         LoadCheck(), ShapeCheck(), WeightsCheck(), OutputsCheck(), BatchCheck(), CrossCheck(),
-        StabilityCheck(), MutationCheck(), DeterminismCheck(), FreshCheck(), MaskCheck(),
+        StabilityCheck(), MutationCheck(), DeterminismCheck(), FreshCheck(), MaskCheck(), GradientsCheck(),
     )
 }
 

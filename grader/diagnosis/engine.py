@@ -21,6 +21,7 @@ and only to a diagnosis the evidence already produced.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Iterable
 
 import numpy as np
@@ -28,11 +29,12 @@ import numpy as np
 from grader.checks.base import CheckResult
 from grader.diagnosis import behaviour, describe
 from grader.diagnosis.catalogue import POSITION, REFERENCE, SHIFT, Variant
+from grader.diagnosis.gradients import gradient_diagnoses, gradient_verdicts, with_gradient_norms
 from grader.diagnosis.masks import mask_diagnoses
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import Evidence
 from grader.frameworks import is_framework_memory_error
-from grader.observation import Observation, WorkerRun
+from grader.observation import ErrorInfo, Observation, WorkerRun
 from grader.probes import Probe, tolerance_for
 from grader.suite import Suite, Tolerance
 
@@ -60,8 +62,12 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
     if not load.ok:
         return [_load_failure(suite, run)]
     if not load.accepts_three:
-        return [Diagnosis.of("function-missing", f"{suite.function}{load.signature} cannot be called with three arrays: {load.signature_error}", {"signature": load.signature}, failed)]
+        return [_function_missing(suite.function, f"{suite.function}{load.signature} cannot be called with three arrays: {load.signature_error}", {"signature": load.signature}, failed)]
 
+    # Gradient probes are judged apart (grader/diagnosis/gradients.py): the catalogue replays
+    # forward values, and a call that fails only under autograd is no forward mistake.
+    gradients = gradient_verdicts(suite, probes, run)
+    probes = [p for p in probes if not p.gradients]
     by_name = {p.name: p for p in probes}
     # Masked probes are judged apart (below): the catalogue has no masks.
     observed = {name: obs for (name, call), obs in run.observations.items() if call == 0 and name in by_name and by_name[name].mask is None}
@@ -69,7 +75,7 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
     memory_probes = [
         n for n, o in observed.items()
         if o.status == "raised" and o.error is not None
-        and (o.error.type in MEMORY_ERRORS or is_framework_memory_error(o.error.type, o.error.message))  # torch and JAX say it their way
+        and is_memory_error(o.error)
     ]
     if memory_probes and not any(d.name == "memory-limit" for d in diagnoses):
         first = by_name[memory_probes[0]]
@@ -105,12 +111,20 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
     for d in mask_diagnoses(suite, probes, run, failed, {known.name for known in diagnoses}):
         if not any(known.name == d.name for known in diagnoses):
             diagnoses.append(d)
+    for d in gradient_diagnoses(gradients, run, failed, is_memory_error):
+        if not any(known.name == d.name for known in diagnoses):
+            diagnoses.append(d)
+    diagnoses = with_gradient_norms(diagnoses, gradients)
     if failed and not any(d.severity == "error" for d in diagnoses):
         diagnoses.append(_unexplained_checks(checks, failed))
     precision = behaviour.reduced_precision(by_name, observed, suite.tolerance)
     if precision is not None and (precision.evidence["dtype"] != ["float64"] or not any(d.severity == "error" for d in diagnoses)):
         diagnoses.append(precision)
     return _apply_severity(suite, diagnoses)
+
+
+def is_memory_error(error: ErrorInfo) -> bool:
+    return error.type in MEMORY_ERRORS or is_framework_memory_error(error.type, error.message)  # torch and JAX say it their way
 
 
 def name_mistakes(probes: dict[str, Probe], observed: dict[str, Observation], tolerance: Tolerance, failed: tuple[str, ...] = ()) -> list[Diagnosis]:
@@ -230,11 +244,18 @@ def _load_failure(suite: Suite, run: WorkerRun) -> Diagnosis:
     assert load is not None
     if load.reason == "function-missing":
         found = f"; it defines {', '.join(load.available)}" if load.available else ""
-        return Diagnosis.of("function-missing", f"no callable named '{suite.function}'{found}", {"available": list(load.available)}, ("load",))
+        return _function_missing(suite.function, f"no callable named '{suite.function}'{found}", {"available": list(load.available)}, ("load",))
     error = load.error
     assert error is not None
     where = f" at {error.where}" if error.line else ""
     return Diagnosis.of("load-error", f"importing the file raised {describe.quote(error)}{where}", {"exception": error.type, "message": error.message, "line": error.line, **({"cell": error.cell} if error.cell else {})}, ("load",))
+
+
+def _function_missing(function: str, message: str, evidence: dict[str, Any], checks: tuple[str, ...]) -> Diagnosis:
+    """function-missing, its fix naming the graded function: the registry's names the default
+    one, and --function or the suite may grade another."""
+    d = Diagnosis.of("function-missing", message, evidence, checks)
+    return replace(d, fix=f"Define `def {function}(Q, K, V):` at the top level of the file (or grade another name with --function).")
 
 
 def _unexplained_checks(checks: list[CheckResult], failed: tuple[str, ...]) -> Diagnosis:

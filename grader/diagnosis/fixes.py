@@ -47,6 +47,14 @@ FIXES: dict[str, dict[str, str]] = {
     },
     "softmax-unstable": _STABLE,
     "softmax-unnormalised": _STABLE,
+    "not-differentiable": {
+        "torch": "Stay on tensors from q, k, v to the output: no .detach(), .numpy(), .item() or torch.no_grad(); torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1) @ v",
+        "jax": "Stay in jnp from q, k, v to the output: no np.asarray, float() or jax.lax.stop_gradient (except on the max subtracted for stability)",
+    },
+    "gradient-mismatch": {
+        "torch": "Drop the custom torch.autograd.Function (or its backward) and let autograd differentiate the forward; or check the backward against torch.autograd.gradcheck",
+        "jax": "Drop the jax.custom_vjp (or its bwd) and let jax.grad differentiate the forward; or check it against jax.test_util.check_grads",
+    },
 }
 
 

@@ -605,6 +605,57 @@ def find_integer(source: Source, d: Diagnosis) -> ast.AST | None:
     return None
 
 
+_GRAPH_CUTS = ("detach", "detach_", "numpy", "item", "tolist", "stop_gradient")  # calls that leave the autograd graph
+_NO_GRAD = ("no_grad", "inference_mode", "set_grad_enabled")
+
+
+def _at_line(source: Source, d: Diagnosis) -> ast.AST | None:
+    """The first statement on the line the worker saw an exception come from (in a notebook, a
+    line already given as cell and line is not one of the joined source's)."""
+    line = d.evidence.get("line")
+    if not isinstance(line, int) or d.evidence.get("cell") is not None:
+        return None
+    return next((n for n in source.all_nodes if isinstance(n, ast.stmt) and n.lineno == line), None)
+
+
+def _cuts_graph(node: ast.Call) -> bool:
+    name = _call_name(node)
+    if name == "stop_gradient":  # on the maximum subtracted for stability it changes no gradient
+        return not (node.args and isinstance(node.args[0], ast.Call) and _call_name(node.args[0]) in ("max", "amax"))
+    return name in _GRAPH_CUTS or name in _NO_GRAD
+
+
+def find_not_differentiable(source: Source, d: Diagnosis) -> ast.AST | None:
+    """Where the exception came from, else the first cut of the graph: .detach(), .numpy(),
+    .item(), .tolist(), stop_gradient (not on the max-shift), torch.no_grad() (called, or as a bare
+    decorator)."""
+    found = _at_line(source, d)
+    if found is not None:
+        return found
+    if d.evidence.get("how") == "backward-raised":  # raised by the framework, checking what the backward returned
+        return find_wrong_backward(source, d)
+    for node in _nodes(source, (ast.Call, ast.FunctionDef)):
+        if isinstance(node, ast.Call) and _cuts_graph(node):
+            return node
+        if isinstance(node, ast.FunctionDef) and any(_dotted(x).split(".")[-1] in _NO_GRAD for x in node.decorator_list):
+            return node.decorator_list[0]
+    return None
+
+
+def find_wrong_backward(source: Source, d: Diagnosis) -> ast.AST | None:
+    """A hand-written backward (an autograd.Function's, or the one jax's defvjp is given), else a
+    stopped gradient."""
+    defs = _nodes(source, ast.FunctionDef)
+    for node in defs:
+        if node.name == "backward":
+            return node
+    for node in _nodes(source, ast.Call):
+        if _call_name(node) == "defvjp" and len(node.args) >= 2 and isinstance(node.args[1], ast.Name):
+            name = node.args[1].id
+            return next((f for f in defs if f.name == name), node)
+    return next((n for n in _nodes(source, ast.Call) if _call_name(n) in ("stop_gradient", "detach") and _cuts_graph(n)), None)
+
+
 FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
     "scale-by-dk": _scale_finder(lambda f: f.base in ("d_k", "shape1") and _exponent_near(f.power, -1.0)),
     "scale-multiplied": _scale_finder(lambda f: f.base == "d_k" and f.power > 0),
@@ -629,4 +680,6 @@ FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
     "softmax-log": _calls_named("log", "log_softmax", "logsumexp"),
     "mask-unasked": _calls_named("tril", "triu", "masked_fill"),
     "integer-truncation": find_integer,
+    "not-differentiable": find_not_differentiable,
+    "gradient-mismatch": find_wrong_backward,
 }

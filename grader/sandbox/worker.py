@@ -37,6 +37,7 @@ import numpy as np
 
 from grader.frameworks import relative_limits, worker_adapter
 from grader.sandbox.forms import MASK_NAMES, call_arguments, import_submission, search_path
+from grader.sandbox.gradients import framework_of, with_gradients
 from grader.sandbox.isolation import LAYER_NAMES, Layer, Policy, apply_isolation, forked_as_namespace_init, missing_guarantees, relay_exit, run_as_namespace_init, run_in_pid_namespace
 from grader.sandbox.protocol import decode, encode
 
@@ -254,11 +255,24 @@ def seal_grader_package() -> None:
         sys.path.remove(PACKAGE_ROOT)
 
 
+def _raised(meta: dict[str, Any], exc: BaseException, submission_dir: str) -> None:
+    meta["status"] = "raised"
+    meta["error"] = describe_error(exc, submission_dir)
+    if isinstance(exc, SystemExit):
+        meta["error"]["message"] = f"SystemExit({safe_text(exc.code, 100)})"
+
+
 def run_probes(fn: Callable[..., Any], probes: list[dict[str, Any]], inputs: dict[str, np.ndarray], channel: Channel, submission_dir: str, info: dict[str, Any] | None = None, adapt: Callable[[Any], Any] | None = None) -> None:
     info = info or {}
     adapt = adapt or (lambda array: array)  # Tensors for torch / jax submissions
+    # Which autograd the arrays handed to the function have: none for NumPy arrays.
+    autograd = framework_of(adapt(np.zeros(1))) if any(p.get("gradients") for p in probes) else None
     for probe in probes:
         name = probe["name"]
+        if probe.get("gradients"):
+            if autograd is not None:  # a NumPy worker has no gradients to observe
+                run_gradient_probe(autograd, fn, name, inputs, channel, submission_dir, info, adapt)
+            continue
         for call in range(int(probe.get("repeat", 1))):
             Q = inputs[f"{name}.Q"].copy()
             K = inputs[f"{name}.K"].copy()
@@ -272,10 +286,7 @@ def run_probes(fn: Callable[..., Any], probes: list[dict[str, Any]], inputs: dic
                 value = fn(*args, **kwargs)
             except BaseException as exc:  # noqa: BLE001 - the submission may raise anything
                 meta["duration"] = time.perf_counter() - started
-                meta["status"] = "raised"
-                meta["error"] = describe_error(exc, submission_dir)
-                if isinstance(exc, SystemExit):
-                    meta["error"]["message"] = f"SystemExit({safe_text(exc.code, 100)})"
+                _raised(meta, exc, submission_dir)
             else:
                 meta["duration"] = time.perf_counter() - started
                 meta["status"] = "returned"
@@ -288,6 +299,33 @@ def run_probes(fn: Callable[..., Any], probes: list[dict[str, Any]], inputs: dic
             channel.send(meta, arrays)
 
 
+def run_gradient_probe(framework: str, fn: Callable[..., Any], name: str, inputs: dict[str, np.ndarray], channel: Channel, submission_dir: str, info: dict[str, Any], adapt: Callable[[Any], Any]) -> None:
+    """One call with inputs that require gradients, and the gradients of sum(output * G) with
+    respect to Q, K and V (see gradients.py), sent like a call's result with a ``gradients``
+    field and the arrays ``grad.Q``, ``grad.K``, ``grad.V``."""
+    Q, K, V, G = (inputs[f"{name}.{label}"].copy() for label in ("Q", "K", "V", "G"))
+    mask = adapt(inputs[f"{name}.mask"].copy()) if f"{name}.mask" in inputs else None
+
+    def call(q: Any, k: Any, v: Any) -> Any:
+        args, kwargs = call_arguments(info, q, k, v, mask, mask is not None)
+        return fn(*args, **kwargs)
+
+    meta: dict[str, Any] = {"kind": "result", "probe": name, "call": 0}
+    arrays: dict[str, np.ndarray] = {}
+    started = time.perf_counter()
+    try:
+        value, meta["gradients"], arrays = with_gradients(framework, call, Q, K, V, G, to_array, lambda exc: describe_error(exc, submission_dir))
+    except BaseException as exc:  # noqa: BLE001 - the forward call may raise anything
+        meta["duration"] = time.perf_counter() - started
+        _raised(meta, exc, submission_dir)
+    else:
+        meta["duration"] = time.perf_counter() - started
+        meta["status"] = "returned"
+        meta["value"], values = describe_value(value, "out")
+        arrays.update(values)
+    channel.send(meta, arrays)
+
+
 def main(argv: list[str]) -> int:
     request_fd, result_fd = int(argv[0]), int(argv[1])
     meta, inputs = decode(read_request(request_fd), copy=False)  # the inputs are copied for each call
@@ -297,16 +335,19 @@ def main(argv: list[str]) -> int:
     # __pycache__ folder in the candidate's folder (or fail to, when it is read-only).
     sys.dont_write_bytecode = True
     framework = meta.get("framework") or "numpy"
-    # A framework submission gets its resource limits after torch / jax is imported (below);
-    # every other layer needs a single-threaded process, so it comes first, before the
-    # framework starts its threads.
+    # A framework submission gets its resource limits after torch / jax is ready (below); every
+    # other layer needs a single-threaded process, so it comes first, before the framework
+    # starts its threads. The same order whether the framework was imported by the fork server
+    # this worker was forked from (which had one thread at the fork) or is imported here.
     layers = isolate(meta, with_limits=framework == "numpy")
     missing = [g for g in missing_guarantees(layers) if g in meta["sandbox"].get("require", [])]
     adapt = None
     failure: BaseException | None = None
     if framework != "numpy" and not missing:
-        # Import torch / jax (installed code, not the candidate's) before the limits, which then
-        # count from here; the grader starts the submission's clock at "ready".
+        # Make torch / jax ready (installed code, not the candidate's: imported here, or only
+        # started when the fork server imported it) before the limits, which then count from
+        # here, the framework's address space added; the grader starts the submission's clock
+        # at "ready".
         try:
             adapt = worker_adapter(framework)
         except BaseException as exc:  # noqa: BLE001 - a broken install is this submission's load error
