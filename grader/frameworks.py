@@ -9,10 +9,11 @@ Two halves live here:
 
 * the grader's half (``imported_frameworks``, ``choose``, ``installed``): pure, imports nothing of
   torch or jax;
-* the worker's half (``worker_adapter``, ``relative_limits``): imports the framework in the worker,
-  *before* the submission is loaded and before the resource limits are set. The framework is code
-  of the installed environment, not of the candidate, and it maps far more address space than a
-  NumPy worker (torch about 0.6 GB, JAX about 1.4 GB once its CPU backend is up), so an absolute
+* the worker's half (``preload``, ``worker_adapter``, ``relative_limits``): imports the framework
+  in the worker (or once in the framework's fork server, which forks the workers with it
+  imported), *before* the submission is loaded and before the resource limits are set. The
+  framework is code of the installed environment, not of the candidate, and it maps far more
+  address space than a NumPy worker (torch about 0.6 GB, JAX about 1.4 GB once its CPU backend is up), so an absolute
   address-space limit of 1 GB would make ``import jax`` itself fail. With a framework, the memory
   and CPU limits are therefore counted from the point where the framework is ready: the candidate
   gets the same budget on top of the framework as a NumPy submission gets on top of numpy.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import importlib.util
 import os
 import threading
@@ -185,27 +187,75 @@ def missing_message(framework: Framework) -> str:
 Adapter = Callable[[Any], Any]
 
 
-def worker_adapter(framework: str) -> Adapter:
-    """Import ``framework`` and return the function that turns a float64 (or bool) ndarray into its
-    array type, on the CPU. Raises ImportError when the framework cannot be imported."""
+# The frameworks preload() has set up in this process (in a fork server, before any fork).
+_PRELOADED: set[str] = set()
+# Modules a framework imports lazily at a first use every worker makes: torch.autograd.grad with
+# grad_outputs imports torch's symbolic shapes, and sympy with them (about 0.3 s); JAX's first
+# lowering its MLIR dialects. A fork server imports them once (``ahead``) instead of every worker.
+# Pure Python and extension modules: importing them runs nothing of the framework.
+_LAZY_IMPORTS: dict[str, tuple[str, ...]] = {
+    "torch": ("torch.fx.experimental.symbolic_shapes",),
+    "jax": ("jaxlib.mlir.dialects.mhlo",),
+}
+
+
+def preload(framework: str, ahead: bool = False) -> None:
+    """Import ``framework`` and configure it without running a single operation: what a fork
+    server does once before it forks workers (grader.sandbox.forkserver), and the first step of
+    worker_adapter in a fresh worker. It starts no thread, so a process may fork afterwards:
+    torch starts its intra-op and inter-op pools at the first parallel operation, never at
+    import, and is told here to use one thread for each; JAX's CPU backend, whose client starts
+    a thread pool, is left for the worker to start (worker_adapter). ``ahead`` (a fork server)
+    also imports what the framework would import lazily in each worker. Idempotent: nothing is
+    done twice in a worker forked from a server that ran it. Raises whatever the framework's
+    import raises (ImportError for a missing one)."""
+    if framework in _PRELOADED:
+        return
     if framework == "torch":
         import torch
 
         torch.set_num_threads(1)
-        torch.from_numpy(np.ones(1)).sum()  # start the CPU kernels now, not in the first call
-        return torch.from_numpy  # shares the worker's own copy: in-place changes stay visible
-    if framework == "jax":
+        # Allowed once per process, and only before any inter-op work: hence _PRELOADED.
+        torch.set_num_interop_threads(1)
+    elif framework == "jax":
         # CPU only, and float64 as for everyone else (JAX computes in float32 unless told).
+        # Set in the configuration as well: a forked worker's environment is replaced.
         os.environ["JAX_PLATFORMS"] = "cpu"
         import jax
 
+        jax.config.update("jax_platforms", "cpu")
         jax.config.update("jax_enable_x64", True)
+        import jax.numpy  # noqa: F401
+    for name in _LAZY_IMPORTS.get(framework, ()) if ahead else ():
+        try:
+            importlib.import_module(name)
+        except ImportError:  # another version of the framework: its workers import what they use
+            pass
+    _PRELOADED.add(framework)
+
+
+def worker_adapter(framework: str) -> Adapter:
+    """Make ``framework`` ready to run (preload, unless a fork server did; then start what may
+    start threads) and return the function that turns a float64 (or bool) ndarray into its array
+    type, on the CPU. Called in the worker after the isolation layers that need a single thread
+    and before the resource limits. Raises ImportError when the framework cannot be imported."""
+    preload(framework)
+    if framework == "torch":
+        import torch
+
+        torch.set_num_threads(1)  # one intra-op thread in every worker, whoever imported torch
+        torch.from_numpy(np.ones(1)).sum()  # start the CPU kernels now, not in the first call
+        return torch.from_numpy  # shares the worker's own copy: in-place changes stay visible
+    if framework == "jax":
+        import jax
         import jax.numpy as jnp
 
-        # The CPU backend maps about 1 GB of address space when it starts; start it before the
-        # limits are counted (see the module docstring).
-        warm = jnp.asarray(np.ones((1, 2, 2)))
-        np.asarray(jax.nn.softmax(warm @ jnp.swapaxes(warm, -1, -2), axis=-1))
+        # The CPU backend maps its address space and starts its threads when it starts: start it
+        # before the limits are counted (see the module docstring). Nothing is compiled here:
+        # every worker compiles for itself (nothing compiled survives a fork), and a warm-up
+        # compilation would only cost each of them its time.
+        jax.devices()
+        jnp.asarray(np.ones(1))
         return jnp.asarray
     return lambda array: array
 

@@ -55,14 +55,19 @@ from grader.prepare import Prepared
 from grader.report.model import Report
 from grader.returns import split_returns
 from grader.sandbox.env import import_path
-from grader.sandbox.forkserver import ForkServer
+from grader.sandbox.forkserver import ForkServer, ForkServers
 from grader.sandbox.policy import hidden_paths
 from grader.sandbox.runner import run_submission
 from grader.slots import Slots, Ticket
 from grader.submission import Submission as Loadable, Unloadable, prepare_submission
 
-# How long importing torch / jax may take before the submission's own clock starts
-# (measured: about 2 s for torch and 1 s for JAX on 2 cores; generous for a loaded CI machine).
+# How long a framework worker may take to get torch / jax ready before the submission's own
+# clock starts (at "ready"): importing it (about 2 s for torch and 1 s for JAX on 2 cores) when
+# the worker was not forked from its framework's server, else only starting it (JAX's CPU
+# backend: a few hundredths of a second). The worker sends "ready" before it loads the
+# submission, so the allowance is never the submission's time, and one bound serves both: the
+# grader learns which it got only from the fork server, once the worker runs. Generous for a
+# loaded CI machine.
 FRAMEWORK_STARTUP_S = 60.0
 # torch and JAX start a thread pool each (JAX about 17 threads, more while compiling); threads
 # count against RLIMIT_NPROC, which as uid 65534 is shared by every worker on the machine.
@@ -94,11 +99,13 @@ def run(
     *,
     jobs: int = 1,
     cache: ResultCache | None = None,
-    forkserver: ForkServer | None = None,
+    forkserver: ForkServer | ForkServers | None = None,
 ) -> Generator[tuple[int, Report], None, None]:
     """Grade ``submissions``, yielding (index in ``submissions``, report) for each as soon as it
     is known: the cached ones first, then the others in the order they finish (submission order
-    with one job). At most ``jobs`` workers run at once."""
+    with one job). At most ``jobs`` workers run at once. ``forkserver``: the run's fork servers
+    (ForkServers: NumPy's, and torch's or JAX's started by the first submission that needs
+    one), or a single NumPy server; without, every worker is a fresh interpreter."""
     if cache is not None:
         prepared = _hiding(prepared, cache.directory)
     todo: list[tuple[int, str | None]] = []  # (index, cache key)
@@ -151,7 +158,7 @@ def _in_parallel(
     prepared: Prepared,
     jobs: int,
     cache: ResultCache | None,
-    forkserver: ForkServer | None,
+    forkserver: ForkServer | ForkServers | None,
 ) -> Generator[tuple[int, Report], None, None]:
     """run() with a pool of threads and ``jobs`` worker slots, granted in submission order."""
     stopping = threading.Event()
@@ -186,7 +193,7 @@ def _in_parallel(
         pool.shutdown(wait=True, cancel_futures=True)  # results that arrive now are dropped
 
 
-def grade_one(submission: Submission, prepared: Prepared, forkserver: ForkServer | None = None) -> Graded:
+def grade_one(submission: Submission, prepared: Prepared, forkserver: ForkServer | ForkServers | None = None) -> Graded:
     """One discovered submission, observed and then judged."""
     return judge_one(observe_one(submission, prepared, forkserver), prepared)
 
@@ -194,7 +201,7 @@ def grade_one(submission: Submission, prepared: Prepared, forkserver: ForkServer
 def observe_one(
     submission: Submission,
     prepared: Prepared,
-    forkserver: ForkServer | None,
+    forkserver: ForkServer | ForkServers | None,
     slot: AbstractContextManager[Any] | None = None,
 ) -> Observed | Graded:
     """What observe() saw of ``submission``, or its finished (uncacheable) report when there is
@@ -216,7 +223,7 @@ def observe(
     prepared: Prepared,
     root: Path | None = None,
     *,
-    forkserver: ForkServer | None = None,
+    forkserver: ForkServer | ForkServers | None = None,
     slot: AbstractContextManager[Any] | None = None,
     alone: bool = False,
 ) -> Observed:
@@ -268,7 +275,11 @@ def judge_one(observed: Observed | Graded, prepared: Prepared) -> Graded:
 
 def judge(observed: Observed, prepared: Prepared) -> Report:
     """Check and diagnose what ``observe`` collected: the grader's second half."""
-    suite, submission, run, extra = prepared.suite, observed.submission, observed.run, dict(observed.extra)
+    submission, run, extra = observed.submission, observed.run, dict(observed.extra)
+    # A NumPy submission has no autograd: the gradient checks are absent for it (not failed), so
+    # they neither score nor count toward its maximum (Suite.for_framework).
+    framework = submission.framework if not isinstance(submission, Unloadable) else prepared.framework
+    suite = prepared.suite.for_framework(framework)
     if not isinstance(submission, Unloadable):
         run, order = split_returns(run, prepared.probes)
         if order is not None:
@@ -283,7 +294,7 @@ def judge(observed: Observed, prepared: Prepared) -> Report:
         suite=suite.name,
         passed=passed,
         score=float(sum(c.points for c in checks)),
-        max_score=suite.max_score,
+        max_score=suite.max_score,  # of the checks that apply to this submission's framework
         checks=tuple(checks),
         diagnoses=tuple(diagnoses),
         output=run.output,
@@ -294,7 +305,7 @@ def judge(observed: Observed, prepared: Prepared) -> Report:
     )
 
 
-def grade_file(path: Path, prepared: Prepared, root: Path | None = None, *, forkserver: ForkServer | None = None) -> Report:
+def grade_file(path: Path, prepared: Prepared, root: Path | None = None, *, forkserver: ForkServer | ForkServers | None = None) -> Report:
     """Grade one submission file (.py or notebook): observe it in a worker, then judge. Raises
     GraderError when the grader cannot (grade_one reports that as the submission's error)."""
     return judge(observe(path, prepared, root, forkserver=forkserver), prepared)
@@ -305,7 +316,7 @@ def error_report(path: Path, prepared: Prepared, message: str, environment: bool
     grader's own installation, see environment_problem)."""
     return Report(
         path=str(path), function=prepared.function, suite=prepared.suite.name, passed=False, score=0.0,
-        max_score=prepared.suite.max_score, checks=(), diagnoses=(), output=CapturedOutput("", 0, 0),
+        max_score=prepared.suite.max_score_for(prepared.framework), checks=(), diagnoses=(), output=CapturedOutput("", 0, 0),
         duration_s=0.0, worker_status="not-run", error=message, extra={NOT_GRADED: "environment"} if environment else {},
     )
 

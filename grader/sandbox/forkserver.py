@@ -28,8 +28,26 @@ Protocol, over one SOCK_SEQPACKET control socket (one message per request, never
   ``{"pid_in_credentials": true, "init"}`` with the worker's pid in SCM_CREDENTIALS, which the
   kernel translates into the grader's namespace.
 
+A server that must not fork answers ``{"refused": why}`` instead of a pid, and the grader starts a
+fresh worker: one whose process has more than one thread (a forked child would inherit the
+memory of threads it does not have, locks they hold included), or a framework server that could
+not import its framework.
+
 When the grader goes away (its end of the control socket closes), the server kills every child's
 process group and exits.
+
+Framework servers. A torch or JAX submission in a worker forked from the NumPy server would
+still import its framework itself, about a second each time. So a run has one server per
+framework it needs (``ForkServers``): NumPy's, started with the run, and torch's or JAX's,
+started when the first submission of that framework asks for one, so a batch without one never
+starts it. A framework server imports its framework once (grader.frameworks.preload) without
+running anything: torch told to use one intra-op and one inter-op thread before any operation
+(its pools start at the first parallel one), JAX without its CPU backend, whose client starts a
+thread pool and is made by each worker after the fork. Each worker then does exactly what a fresh
+one does, minus the import. Where a worker of a framework cannot be forked from that framework's
+server (none could start, it refused, it is gone), it imports the framework itself, forked from
+the NumPy server or as a fresh interpreter, and its report says why (the ``fork-server`` entry of
+its sandbox layers).
 """
 
 from __future__ import annotations
@@ -49,13 +67,15 @@ from typing import IO, Any
 
 from grader.errors import SandboxError
 from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
-from grader.sandbox.isolation import NamespaceForks, NamespaceStuck, close_descriptors_except, set_parent_death_signal
+from grader.sandbox.isolation import Layer, NamespaceForks, NamespaceStuck, close_descriptors_except, set_parent_death_signal
+from grader.sandbox.isolation.process import _thread_count
 
 # The collector is off while the server imports (see serve).
-SERVER_BOOT = "import gc; gc.disable(); import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import OWN_NAMESPACES, serve; serve(int(sys.argv[1]), sys.argv[2] == OWN_NAMESPACES)"
+SERVER_BOOT = "import gc; gc.disable(); import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import OWN_NAMESPACES, serve; serve(int(sys.argv[1]), sys.argv[2] == OWN_NAMESPACES, sys.argv[3])"
 # serve()'s second argument: make the user namespace even where the server would not need one.
 OWN_NAMESPACES = "own-namespaces"
-# The first request may wait for the server's own start (numpy's import) on a loaded machine.
+# The first request may wait for the server's own start (numpy's import, or torch's or JAX's:
+# about a second on an idle machine) on a loaded machine.
 START_TIMEOUT_S = 30.0
 # After the worker's pipes closed, it has nothing left to do but exit, once it has swept what the
 # submission left behind (without a PID namespace that sweep may take up to 5 s: see
@@ -163,20 +183,23 @@ class ForkedWorker:
 class ForkServer:
     """The grader's handle on a running fork server. Thread-safe: batch threads share one."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], control: socket.socket) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], control: socket.socket, framework: str = "numpy") -> None:
         self.proc = proc
         self.control = control
+        self.framework = framework  # what the server imported before forking: numpy, torch or jax
         self.lock = threading.Lock()
         self.usable = True
         self.closed = False
         self.spawned = 0
+        self.why_not = ""  # once not usable: why, for the reports ("refused to fork: ...")
 
     @classmethod
-    def start(cls, own_namespaces: bool = False) -> ForkServer | None:
-        """Start a server (it warms up in the background). None where the platform has no
-        SOCK_SEQPACKET or descriptor passing: callers then start fresh workers.
-        ``own_namespaces`` makes the server take the unprivileged way to namespaces even when
-        it runs as root (see serve), so that a privileged test can try it."""
+    def start(cls, own_namespaces: bool = False, framework: str = "numpy") -> ForkServer | None:
+        """Start a server (it warms up in the background) that imports ``framework`` (numpy,
+        torch or jax) before it forks. None where the platform has no SOCK_SEQPACKET or
+        descriptor passing: callers then start fresh workers. ``own_namespaces`` makes the
+        server take the unprivileged way to namespaces even when it runs as root (see serve),
+        so that a privileged test can try it."""
         if not hasattr(socket, "SOCK_SEQPACKET") or not hasattr(socket, "send_fds"):
             return None
         try:
@@ -185,7 +208,7 @@ class ForkServer:
             return None
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", SERVER_BOOT, PACKAGE_ROOT, str(theirs.fileno()), OWN_NAMESPACES if own_namespaces else "-"],
+                [sys.executable, "-I", "-c", SERVER_BOOT, PACKAGE_ROOT, str(theirs.fileno()), OWN_NAMESPACES if own_namespaces else "-", framework],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -199,7 +222,11 @@ class ForkServer:
             return None
         finally:
             theirs.close()
-        return cls(proc, ours)
+        return cls(proc, ours, framework)
+
+    def _unusable(self, why: str) -> None:
+        self.usable = False
+        self.why_not = self.why_not or why
 
     def spawn(self, req_r: int, res_w: int, workdir: str, env: dict[str, str]) -> ForkedWorker | None:
         """Fork a worker on these pipes. None when the server cannot: the caller starts a fresh
@@ -216,7 +243,7 @@ class ForkServer:
             with self.lock:
                 socket.send_fds(self.control, [json.dumps({"workdir": workdir, "env": env}).encode()], [req_r, res_w, out_w, theirs.fileno()])
         except OSError:
-            self.usable = False
+            self._unusable(self._gone())
             mine.close()
             os.close(out_r)
             return None
@@ -231,7 +258,17 @@ class ForkServer:
         # process here.
         pid = sender_pid if message.get("pid_in_credentials") is True else message.get("pid")
         if type(pid) is not int or pid <= 0:
-            self.usable = False
+            refused = message.get("refused")
+            if isinstance(refused, str):
+                self._unusable(f"refused to fork: {refused[:300]}")
+            elif received is None:
+                self._unusable(f"did not answer within {START_TIMEOUT_S:g} s")
+                if self.spawned == 0:
+                    # Still starting: it must not fork a worker on these pipes later, beside the
+                    # fresh worker the caller now starts. No worker of its own runs yet.
+                    self.proc.kill()
+            else:
+                self._unusable(self._gone())
             mine.close()
             worker.stdout.close()
             return None
@@ -240,6 +277,13 @@ class ForkServer:
         with self.lock:
             self.spawned += 1
         return worker
+
+    def _gone(self) -> str:
+        """Why a request got no pid: the server ended, or it is there but could not fork."""
+        code = self.proc.poll()
+        if code is None:
+            return "could not fork a worker"
+        return f"ended ({f'killed by signal {-code}' if code < 0 else f'exit code {code}'})"
 
     def close(self) -> None:
         """Stop the server; it kills the process group of every worker still running."""
@@ -262,11 +306,120 @@ class ForkServer:
         self.close()
 
 
+FORK_SERVER_LAYER = "fork-server"  # the entry a framework worker's report adds to its sandbox layers
+
+
+class ForkServers:
+    """The fork servers of one run, one per framework: NumPy's, given (the CLI starts it first
+    thing), and torch's or JAX's, each started when the first submission of that framework asks
+    for a worker, so a run without one never starts it. Thread-safe; ``close`` stops them all.
+
+    ``frameworks=False`` starts none: framework workers are then forked from the NumPy server
+    and import their framework themselves (a caller that handed over a single server)."""
+
+    def __init__(self, numpy_server: ForkServer | None, *, frameworks: bool = True, own_namespaces: bool = False) -> None:
+        self.numpy = numpy_server
+        self.frameworks = frameworks
+        self.own_namespaces = own_namespaces
+        self.started: dict[str, ForkServer] = {}  # the framework servers started so far
+        self.unavailable: dict[str, str] = {}  # framework -> why it has no server
+        self.fallbacks: dict[str, str] = {}  # framework -> why its first unforked worker was not forked
+        self.lock = threading.Lock()
+        self.closed = False
+
+    @classmethod
+    def of(cls, server: ForkServer) -> ForkServers:
+        """One server as the servers of a run that starts no other: NumPy's (framework workers
+        forked from it import their framework) or a framework's (the others start fresh). The
+        caller closes it."""
+        if server.framework == "numpy":
+            return cls(server, frameworks=False)
+        servers = cls(None, frameworks=False)
+        servers.started[server.framework] = server
+        return servers
+
+    @classmethod
+    def start(cls, own_namespaces: bool = False) -> ForkServers:
+        """The servers of a run, NumPy's started now (it warms up in the background)."""
+        return cls(ForkServer.start(own_namespaces), own_namespaces=own_namespaces)
+
+    def _server(self, framework: str) -> tuple[ForkServer | None, str]:
+        """The server of ``framework``, started on the first call; or None and why there is none."""
+        # Here, not at the top: grader.frameworks imports numpy, which the fork server's boot
+        # (this module) must not import before its namespaces are made (see serve).
+        from grader.frameworks import FRAMEWORKS
+
+        with self.lock:
+            if self.closed:
+                raise SandboxError("grading was stopped")
+            server = self.started.get(framework)
+            if server is None and framework not in self.unavailable:
+                if not self.frameworks:
+                    why = f"this run has no {framework} server"
+                elif framework not in FRAMEWORKS:
+                    why = f"no fork server serves {framework!r}"
+                else:
+                    server = ForkServer.start(self.own_namespaces, framework)
+                    why = f"no {framework} server could be started (no SOCK_SEQPACKET or descriptor passing here, or no process to spare)"
+                if server is None:
+                    self.unavailable[framework] = why
+                else:
+                    self.started[framework] = server
+        return server, self.unavailable.get(framework, "")
+
+    def spawn(self, framework: str, req_r: int, res_w: int, workdir: str, env: dict[str, str]) -> tuple[ForkedWorker | None, Layer | None]:
+        """A worker for a submission of ``framework`` (ForkServer.spawn; None: start a fresh one)
+        and, for torch and JAX, the report's entry saying whether it was forked with its
+        framework imported, or why not. Raises SandboxError once closed (grading stops)."""
+        if framework == "numpy":
+            if self.closed:
+                raise SandboxError("grading was stopped")
+            return (self.numpy.spawn(req_r, res_w, workdir, env) if self.numpy is not None else None), None
+        server, why = self._server(framework)
+        if server is not None:
+            worker = server.spawn(req_r, res_w, workdir, env)
+            if worker is not None:
+                return worker, Layer(FORK_SERVER_LAYER, True, f"forked from the {framework} server, which imported {framework} once and had one thread at the fork")
+            why = f"the {framework} server {server.why_not or 'could not fork a worker'}"
+        worker = self.numpy.spawn(req_r, res_w, workdir, env) if self.numpy is not None else None
+        with self.lock:
+            self.fallbacks.setdefault(framework, why)
+        return worker, unforked(framework, why, worker is not None)
+
+    def notes(self) -> list[str]:
+        """One line per framework whose workers were not all forked from its server."""
+        return [
+            f"{framework} submissions were not forked from a {framework} server ({why}): each worker imported {framework} itself, "
+            "which is slower; the isolation is the same"
+            for framework, why in sorted(self.fallbacks.items())
+        ]
+
+    def close(self) -> None:
+        """Stop every server (each kills the workers it forked that still run)."""
+        with self.lock:
+            self.closed = True
+            servers = [*([self.numpy] if self.numpy is not None else []), *self.started.values()]
+        for server in servers:
+            server.close()
+
+    def __enter__(self) -> ForkServers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def unforked(framework: str, why: str, from_numpy_server: bool) -> Layer:
+    """The report's entry for a torch or JAX worker not forked from its framework's server."""
+    how = "forked from the NumPy server" if from_numpy_server else "a fresh interpreter"
+    return Layer(FORK_SERVER_LAYER, False, f"{framework} imported in this worker ({how}): {why}")
+
+
 # --------------------------------------------------------------------------------------------
 # The server's side (runs in its own fresh interpreter)
 
 
-def serve(control_fd: int, own_namespaces: bool = False) -> None:
+def serve(control_fd: int, own_namespaces: bool = False, framework: str = "numpy") -> None:
     # Workers forked straight into PID namespaces of their own (see isolation.NamespaceForks):
     # where this process is privileged, from here; otherwise from the PID 1 of a user and PID
     # namespace of our own, which carries on as the server (this process then only waits).
@@ -282,6 +435,10 @@ def serve(control_fd: int, own_namespaces: bool = False) -> None:
     # child.
     import numpy  # noqa: F401
     from grader.sandbox import worker
+
+    # A framework server imports its framework too, without running any of it (no thread may be
+    # alive at a fork); whatever stops it is the answer to every request.
+    refusal = _preloaded(framework)
 
     # Everything imported so far is shared with every child, copy-on-write. A garbage collection
     # in a child would touch (and so copy) every page of it: frozen objects are never scanned.
@@ -314,7 +471,7 @@ def serve(control_fd: int, own_namespaces: bool = False) -> None:
                     for pid in replies:
                         _kill_group(pid)
                     os._exit(0)
-                _spawn(worker.entry, data, fds, replies, control, forks, alive, displaced)
+                _spawn(worker.entry, data, fds, replies, control, forks, alive, displaced, refusal or _threads_alive(framework))
             else:
                 try:
                     while os.read(wake_r, 512):
@@ -322,6 +479,33 @@ def serve(control_fd: int, own_namespaces: bool = False) -> None:
                 except BlockingIOError:
                     pass
         _reap(replies)
+
+
+def _preloaded(framework: str) -> str | None:
+    """Import ``framework`` as every worker of this server will have it (grader.frameworks
+    .preload); None when done, else why this server must not fork."""
+    if framework == "numpy":
+        return None
+    from grader.frameworks import FRAMEWORKS, preload
+
+    if framework not in FRAMEWORKS:
+        return f"no fork server serves {framework!r}"
+    try:
+        preload(framework, ahead=True)
+    except BaseException as exc:  # noqa: BLE001 - a broken install: its workers try (and say) it themselves
+        return f"importing {framework} failed: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _threads_alive(framework: str) -> str | None:
+    """Why forking now would be unsafe: more than one thread in this process. A child has only
+    the thread that forked; the others' state (a lock held, a pool's bookkeeping) would be
+    copied without them, and the layers that need a single thread could not trust the count.
+    Asked before every fork, as the server has no way to know that nothing started one."""
+    threads = _thread_count()
+    if threads <= 1:
+        return None
+    return f"{threads} threads alive in the server after importing {framework}"
 
 
 def _reap(replies: dict[int, socket.socket]) -> None:
@@ -339,7 +523,7 @@ def _reap(replies: dict[int, socket.socket]) -> None:
             reply.close()
 
 
-def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.socket], control: socket.socket, forks: NamespaceForks | None, alive: tuple[int, int], displaced: bool = False) -> None:
+def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.socket], control: socket.socket, forks: NamespaceForks | None, alive: tuple[int, int], displaced: bool = False, refusal: str | None = None) -> None:
     try:
         request = json.loads(data)
         workdir, env = request["workdir"], request["env"]
@@ -353,6 +537,12 @@ def _spawn(entry: Any, data: bytes, fds: list[int], replies: dict[int, socket.so
 
     req_r, res_w, out_w, reply_fd = fds
     reply = socket.socket(fileno=reply_fd)
+    if refusal is not None:  # no fork: the grader starts a fresh worker, and says why
+        for fd in (req_r, res_w, out_w):
+            os.close(fd)
+        _send_json(reply, {"refused": refusal})
+        reply.close()
+        return
     init = False
     try:
         if forks is not None:

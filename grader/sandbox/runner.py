@@ -40,7 +40,7 @@ from grader.observation import (
 )
 from grader.probes import Probe
 from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
-from grader.sandbox.forkserver import EXIT_GRACE_S, ForkedWorker, ForkServer
+from grader.sandbox.forkserver import EXIT_GRACE_S, ForkedWorker, ForkServer, ForkServers, unforked
 from grader.sandbox.isolation import Layer, missing_guarantees, why_missing
 from grader.sandbox.policy import SandboxSettings, request_meta
 from grader.sandbox.protocol import EncodedArrays, ProtocolError, decode, encode, encode_arrays
@@ -79,6 +79,8 @@ def _probe_arrays(probes: list[Probe]) -> EncodedArrays:
         arrays[f"{probe.name}.V"] = probe.V
         if probe.mask is not None:  # Masked probes
             arrays[f"{probe.name}.mask"] = probe.mask
+        if probe.G is not None:  # Gradient probes: the weights of sum(output * G)
+            arrays[f"{probe.name}.G"] = probe.G
     laid_out = encode_arrays(arrays)
     with _LAID_OUT_LOCK:
         _LAID_OUT[:] = [(tuple(probes), laid_out)]
@@ -89,7 +91,7 @@ def build_request(submission: Path, function: str, probes: list[Probe], limits: 
     meta = {
         "submission": str(submission),
         "function": function,
-        "probes": [{"name": p.name, "repeat": p.repeat, "return_inputs": p.return_inputs} for p in probes],
+        "probes": [{"name": p.name, "repeat": p.repeat, "return_inputs": p.return_inputs, "gradients": p.gradients} for p in probes],
         "limits": {
             "memory_bytes": limits.memory_mb * 1024 * 1024,
             "cpu_seconds": int(limits.timeout_s) + 2,
@@ -265,13 +267,15 @@ def run_submission(
     sandbox: SandboxSettings | None = None,
     how: dict[str, Any] | None = None,
     *,
-    forkserver: ForkServer | None = None,
+    forkserver: ForkServer | ForkServers | None = None,
     on_waiting: Callable[[], None] | None = None,
     slot: AbstractContextManager[Any] | None = None,
     alone: bool = False,
 ) -> WorkerRun:
     """Run one submission on ``probes`` in a fresh worker process (forked by ``forkserver`` when
-    given and working); ``on_waiting`` is called once the request is built and this thread has
+    given and working: the server of the submission's framework, ``how["framework"]``, where
+    the run's ForkServers has one, else the NumPy server; see forkserver.py); ``on_waiting`` is
+    called once the request is built and this thread has
     nothing left to do but wait (for the fork server, then the worker), and ``slot`` (a
     semaphore) is held while the worker lives. Raises SandboxError only when the
     worker cannot be started at all, and
@@ -296,7 +300,7 @@ def run_submission(
             # every step after the slot waits for the interpreter lock (the other threads judge
             # meanwhile), so nothing that can be done before it is left after it.
             with slot if slot is not None else contextlib.nullcontext():
-                run = _start_and_collect(pipes, workdir, limits, forkserver, on_waiting)
+                run = _start_and_collect(pipes, workdir, limits, forkserver, on_waiting, str((how or {}).get("framework") or "numpy"))
         finally:
             pipes.close()
     finally:
@@ -362,16 +366,21 @@ class _Pipes:
             os.close(self.open.pop())
 
 
-def _start_and_collect(pipes: _Pipes, workdir: str, limits: WorkerLimits, forkserver: ForkServer | None, on_waiting: Callable[[], None] | None) -> WorkerRun:
+def _start_and_collect(pipes: _Pipes, workdir: str, limits: WorkerLimits, forkserver: ForkServer | ForkServers | None, on_waiting: Callable[[], None] | None, framework: str = "numpy") -> WorkerRun:
     """Start the worker (forked, or a fresh interpreter) on ``pipes`` and collect its run;
     whatever happens, its process group is killed before this returns."""
     env = {**BASE_ENV, "HOME": workdir, "TMPDIR": workdir}
-    # From here this thread waits: for the fork server (still importing numpy, early in a cold
-    # run), then for the worker. The caller's own work may run meanwhile.
+    # From here this thread waits: for the fork server (still importing numpy, or torch or JAX
+    # for the first submission of a framework), then for the worker. The caller's own work may
+    # run meanwhile.
     if on_waiting is not None:
         on_waiting()
+    servers = ForkServers.of(forkserver) if isinstance(forkserver, ForkServer) else forkserver
     try:
-        proc: subprocess.Popen[bytes] | ForkedWorker | None = forkserver.spawn(pipes.req_r, pipes.res_w, workdir, env) if forkserver is not None else None
+        proc: subprocess.Popen[bytes] | ForkedWorker | None = None
+        start = None if framework == "numpy" else unforked(framework, "no fork server in this run", False)
+        if servers is not None:
+            proc, start = servers.spawn(framework, pipes.req_r, pipes.res_w, workdir, env)
         started = time.monotonic()  # after the fork server's own start-up, which is not the submission's time
         proc = proc or subprocess.Popen(
             [sys.executable, "-I", "-c", WORKER_BOOT, PACKAGE_ROOT, str(pipes.req_r), str(pipes.res_w)],
@@ -387,9 +396,11 @@ def _start_and_collect(pipes: _Pipes, workdir: str, limits: WorkerLimits, forkse
         raise SandboxError(f"cannot start the worker: {exc}") from None
     pipes.handed_over()
     try:
-        return _collect(proc, pipes.res_r, limits, started)
+        run = _collect(proc, pipes.res_r, limits, started)
     finally:
         _kill_group(proc.pid)
+    # How a torch or JAX worker started, after the layers the worker reported (when it did).
+    return replace(run, sandbox=(*run.sandbox, start)) if start is not None and run.sandbox else run
 
 
 def _collect(proc: subprocess.Popen[bytes] | ForkedWorker, res_fd: int, limits: WorkerLimits, started: float) -> WorkerRun:
