@@ -3,7 +3,7 @@ suite, its references (checked by checksum), the probes built from them, the wor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from grader.probes import Probe, build_probes
 from grader.refdata import ReferenceSet, load_default_suite, load_references
@@ -52,4 +52,6 @@ def prepare(suite: Suite | None = None, options: Options | None = None) -> Prepa
     # The references in use are hidden from the worker wherever the suite keeps them.
     sandbox = SandboxSettings(strict=options.strict_sandbox, hidden=(str(refs.directory),))
     function = options.function or suite.function
+    # The checks and the diagnoses read the suite: each names the function actually graded.
+    suite = replace(suite, function=function)
     return Prepared(suite, refs, build_probes(suite, refs), function, limits, sandbox, options.framework or suite.framework)

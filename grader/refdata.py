@@ -18,6 +18,7 @@ import functools
 import hashlib
 import io
 import json
+import shlex
 from dataclasses import dataclass
 from importlib.resources import as_file, files
 from pathlib import Path
@@ -129,7 +130,15 @@ def build_files(suite: Suite) -> dict[str, bytes]:
 
 
 def regenerate(suite: Suite, directory: Path) -> list[Path]:
-    """Write the reference folder for ``suite`` (deterministic: same bytes on every run)."""
+    """Write the reference folder for ``suite`` (deterministic: same bytes on every run). The
+    grader's own folder is written for the built-in suite alone: a suite of one's own without a
+    ``references:`` folder may read the cases it shares with the built-in one from there, but
+    regenerating would replace them (and remove every other case's files)."""
+    if _same_file(directory, default_reference_dir()) and not _is_default_suite(suite):
+        raise ReferenceDataError(
+            f"{directory}: the grader's own references, not suite '{suite.name}''s: name a folder of its own "
+            f"with `references: FOLDER` in {suite.source or 'the suite'} or with --out FOLDER"
+        )
     try:
         directory.mkdir(parents=True, exist_ok=True)
         written = []
@@ -146,10 +155,39 @@ def regenerate(suite: Suite, directory: Path) -> list[Path]:
     return written
 
 
+def regenerate_command(suite: Suite, directory: Path | None = None) -> str:
+    """The exact command that writes ``suite``'s references (into ``directory`` when that is not
+    the suite's own folder): a suite of one's own is named with --suite, as it was given, quoted
+    for a shell where it needs to be."""
+    command = "grade references --regenerate"
+    if not _is_default_suite(suite):
+        assert suite.source is not None
+        command += f" --suite {shlex.quote(str(suite.source))}"
+        if directory is None and suite.references is None:
+            # Never into the grader's own folder (see regenerate): a folder beside the suite.
+            directory = suite.source.with_name(f"{suite.source.stem}.reference")
+    if directory is not None and not _same_file(directory, reference_dir_for(suite)):
+        command += f" --out {shlex.quote(str(directory))}"
+    return command
+
+
+def _is_default_suite(suite: Suite) -> bool:
+    return suite.source is None or _same_file(suite.source, default_suite_path())
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):  # a loop of links: not the packaged suite
+        return False
+
+
 def load_references(suite: Suite, directory: Path | None = None) -> ReferenceSet:
     """Load and verify the stored references. Raises ReferenceDataError with one line."""
+    hint = f"regenerate them with: {regenerate_command(suite, directory)}"
+    if directory is None and suite.references is None and not _is_default_suite(suite) and suite.source is not None:
+        hint += f", then add `references: {suite.source.stem}.reference` to {suite.source}"
     directory = directory or reference_dir_for(suite)
-    hint = "regenerate them with `grade references --regenerate`"
     manifest_path = directory / MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))

@@ -1,4 +1,5 @@
-"""The terminal report of a diagnosis: its location and the heat map, rendered without colour."""
+"""The terminal report of a diagnosis: its location and the heat map, rendered without colour.
+(The layout of the whole report, short and verbose, is in test_terminal_report.py.)"""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ def text_of(renderable: object, width: int = 100) -> str:
 def test_seed_report_shows_the_line_and_the_heat_map(grade_path) -> None:  # type: ignore[no-untyped-def]
     report = grade_path(EXAMPLES / "seed_buggy.py")
     out = text_of(render(report), width=300)  # wide: the location names the file by its full path
-    assert "Where     " in out and "line 12: scores = Q @ K.T / Q.shape[-1]" in out
+    assert "seed_buggy.py:12  scores = Q @ K.T / Q.shape[-1]" in out
+    verbose = text_of(render(report, verbose=True), width=300)
+    assert "Where     " in verbose and "line 12: scores = Q @ K.T / Q.shape[-1]" in verbose
     assert "weights of head64/identity" in out and "submission" in out and "reference" in out
     # Too flat: every one of the submission's 6 x 9 weights is in the faintest shade but one.
     rows = [line for line in out.splitlines() if line.startswith("  ░") or line.startswith("  ▒")]
@@ -87,7 +90,7 @@ def test_control_characters_from_the_submission_are_shown_not_sent(grade_path) -
     hostile = "a\x1b]0;owned\x07b\x1b[2Jc\x00d"
     checks = (replace(report.checks[0], summary=hostile), *report.checks[1:])
     bad = replace(report, path=f"x{hostile}.py", checks=checks, output=replace(report.output, text=f"{hostile}\n\tnext", total_bytes=30))
-    out = text_of(render(bad), width=300)
+    out = text_of(render(bad, verbose=True), width=300)  # verbose: the passed check's summary too
     assert "\x1b" not in out and "\x07" not in out and "\x00" not in out
     assert out.count("a\\x1b]0;owned\\x07b\\x1b[2Jc\\x00d") == 3  # the path, the check's summary, the output
     assert "\tnext" not in out and "next" in out  # a tab is layout: expanded, not escaped

@@ -43,6 +43,9 @@ HOSTILE_NAMES = (
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 ANNOTATION = re.compile(r"::(error|warning) file=[^:]*::")  # ours: properties hold no raw ':'
 SUBMISSIONS = 13
+# Gradescope's results.json is one submission's: a batch asking for it is a usage error, so its
+# document is tested on one hostile submission (test_gradescope_document_is_inert).
+BATCH_FORMATS = tuple(fmt for fmt in FORMATS if fmt != "gradescope")
 
 
 @pytest.fixture(scope="module")
@@ -110,9 +113,9 @@ def assert_document(fmt: str, text: str) -> None:
         printed = next(s for s in doc["submissions"] if s["path"].endswith("/printed.py"))
         assert "\r\x1b[2K\x1b[1A\x1b[32mPASSED" in printed["output"]["text"]
         assert any(s["path"].endswith("/bad\udcff\udcfe.py") for s in doc["submissions"])
-    elif fmt == "gradescope":
+    elif fmt == "gradescope":  # one submission
         doc = json.loads(text)
-        assert doc["score"] < SUBMISSIONS * 15 and len(doc["output"].splitlines()) == SUBMISSIONS
+        assert doc["score"] < 15 and len(doc["output"].splitlines()) == 1
         for test in doc["tests"]:
             assert_shown(test["name"] + "\n" + test["output"])
             assert "\n" not in test["name"]
@@ -126,8 +129,10 @@ def assert_document(fmt: str, text: str) -> None:
         lines = text.splitlines()
         assert len(lines) == SUBMISSIONS + 1 and all(line.startswith('"') for line in lines)  # no row starts in a cell
         rows = list(csv.reader(io.StringIO(text)))
-        assert len(rows) == SUBMISSIONS + 1 and all(len(row) == 7 for row in rows)
-        assert all(row[1] == "false" and row[0][:1] not in "=+-@\t\r" for row in rows[1:])
+        assert len(rows) == SUBMISSIONS + 1 and all(len(row) == len(rows[0]) for row in rows)
+        assert rows[0][:3] == ["candidate", "path", "verdict"]
+        # Nothing passed, and no cell a spreadsheet would read as a formula (candidate, path).
+        assert all(row[2] in ("failed", "not graded") and row[0][:1] not in "=+-@\t\r" and row[1][:1] not in "=+-@\t\r" for row in rows[1:])
     elif fmt == "markdown":
         assert_no_live_links(text)
         rows = [line for line in text.splitlines() if line.startswith("| ")]
@@ -146,7 +151,7 @@ def assert_verdicts(text: str) -> None:
     assert len(verdicts) == SUBMISSIONS and all(v.startswith("FAILED  ") for v in verdicts), verdicts
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", BATCH_FORMATS)
 def test_stdout_is_inert_in_every_format_under_github_actions(batch: Path, fmt: str) -> None:
     _, out, err = grade(batch, "--format", fmt)
     if fmt == "text":
@@ -184,7 +189,7 @@ def test_text_report_cannot_be_made_to_look_passed(batch: Path) -> None:
 
 def test_report_files_are_written_and_inert(batch: Path) -> None:
     """A lone surrogate and a non-UTF-8 name cost no report: every -o file is written."""
-    outputs = {fmt: batch.parent / f"report-{fmt}.out" for fmt in FORMATS}
+    outputs = {fmt: batch.parent / f"report-{fmt}.out" for fmt in BATCH_FORMATS}
     for path in outputs.values():
         path.unlink(missing_ok=True)
     args = [arg for fmt, path in outputs.items() for arg in ("-o", f"{fmt}={path}")]
@@ -193,6 +198,15 @@ def test_report_files_are_written_and_inert(batch: Path) -> None:
         text = path.read_text(encoding="utf-8")
         assert_inert(text, {"annotations"} if fmt == "github" else set())
         assert_document(fmt, text)
+
+
+def test_gradescope_document_is_inert(batch: Path, tmp_path: Path) -> None:
+    one = tmp_path / HOSTILE_NAMES[1]  # a newline, then a workflow command, in its name
+    shutil.copy(batch / HOSTILE_NAMES[1], one)
+    _, out, err = grade(one, "--format", "gradescope")
+    assert_inert(out)
+    assert_document("gradescope", out)
+    assert_inert(err, {"annotations"})
 
 
 def test_python_warnings_about_a_source_are_never_printed(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -50,11 +50,11 @@ def matrix_text(weights: np.ndarray) -> Text:
     return Text("\n").join(rows)
 
 
-def _most_telling_failure(report: Report) -> CaseResult | None:
-    """The failing weights comparison that shows most: a stored case before a fresh one (the same
-    picture on every run), a single sequence that fits uncut, with the largest difference (a wrong
-    scale shows most at a large d_k)."""
-    found: list[tuple[tuple[bool, bool, bool, float], int, CaseResult]] = []
+def telling_failure(report: Report) -> tuple[str, CaseResult] | None:
+    """The failing weights comparison that shows most, with the id of its check: a stored case
+    before a fresh one (the same picture on every run), a single sequence that fits uncut, with
+    the largest difference (a wrong scale shows most at a large d_k)."""
+    found: list[tuple[tuple[bool, bool, bool, float], int, str, CaseResult]] = []
     for check in report.checks:
         for case in check.cases:
             if case.what != "weights" or case.passed or case.actual is None or case.expected is None:
@@ -63,15 +63,50 @@ def _most_telling_failure(report: Report) -> CaseResult | None:
                 fits = max(case.actual.shape[-2:]) <= MAX_SIZE
                 diff = case.mismatch.max_abs if case.mismatch is not None and math.isfinite(case.mismatch.max_abs) else math.inf
                 stored = not case.case.startswith(FRESH_PREFIX)
-                found.append(((stored, case.actual.ndim == 2, fits, diff), len(found), case))
-    return max(found, key=lambda f: (f[0], -f[1]))[2] if found else None
-
-
-def weights_heatmap(report: Report) -> RenderableType | None:
-    """The heat maps for the first failing weights comparison of the report, or None."""
-    case = _most_telling_failure(report)
-    if case is None:
+                found.append(((stored, case.actual.ndim == 2, fits, diff), len(found), check.id, case))
+    if not found:
         return None
+    best = max(found, key=lambda f: (f[0], -f[1]))
+    return best[2], best[3]
+
+
+def legend() -> Text:
+    """The shades, four short lines to stand beside the matrices."""
+    return Text.assemble(
+        ("  ", "grey23 on grey11"), " < 0.05  ", ("░░", "blue on grey11"), " < 0.2\n",
+        ("▒▒", "cyan on grey11"), " < 0.4   ", ("▓▓", "yellow on grey11"), " < 0.7\n",
+        ("██", "bright_white on grey11"), " >= 0.7\n",
+        ("--", "bold magenta"), " < 0  ", ("!!", "bold magenta"), " > 1  ", ("??", "bold red"), " nan",
+        style="dim",
+    )
+
+
+class _Maps:
+    """The two matrices side by side, the legend beside them when the line has room for it (a
+    narrow terminal crops the matrices rather than folding their rows, which would scramble them,
+    and leaves the legend out rather than squeeze them)."""
+
+    def __init__(self, mine: Text, ref: Text, width: int) -> None:
+        self.mine, self.ref, self.width = mine, ref, width
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        key = legend()
+        # Each column has 2 cells of padding on either side; the matrices are at least as wide as their heading.
+        need = 2 * max(self.width, len("submission")) + max(len(line) for line in key.plain.split("\n")) + 3 * 4
+        beside = options.max_width >= need
+        table = Table(box=None, padding=(0, 2))
+        table.add_column("submission", no_wrap=True, overflow="crop", min_width=min(self.width, 20))
+        table.add_column("reference", no_wrap=True, overflow="crop", min_width=min(self.width, 20))
+        if beside:
+            table.add_column("", no_wrap=True, overflow="crop")
+            table.add_row(self.mine, self.ref, key)
+        else:
+            table.add_row(self.mine, self.ref)
+        yield table
+
+
+def case_heatmap(case: CaseResult) -> RenderableType:
+    """The submission's weights of one comparison beside the reference's, with the legend."""
     assert case.actual is not None and case.expected is not None
     lead = (0,) * (case.actual.ndim - 2)
     mine = np.asarray(case.actual[lead], dtype=np.float64)
@@ -79,13 +114,11 @@ def weights_heatmap(report: Report) -> RenderableType | None:
     where = untrusted.no_commands(untrusted.line(case.probe)) + (f"[{', '.join('0' for _ in lead)}]" if lead else "")
     tq, tk = mine.shape
     cut = f"; first {min(tq, MAX_SIZE)} of {tq} rows, {min(tk, MAX_SIZE)} of {tk} columns" if tq > MAX_SIZE or tk > MAX_SIZE else ""
-    legend = Text.assemble(
-        (f"weights of {where}: rows are queries, columns keys{cut}. ", "dim"),
-        ("blank < 0.05 ░ < 0.2 ▒ < 0.4 ▓ < 0.7 █ ; -- negative, !! above 1, ?? nan or inf", "dim"),
-    )
-    # A narrow terminal crops a matrix rather than folding its rows, which would scramble it.
-    table = Table(box=None, padding=(0, 2))
-    table.add_column("submission", no_wrap=True, overflow="crop")
-    table.add_column("reference", no_wrap=True, overflow="crop")
-    table.add_row(matrix_text(mine), matrix_text(ref))
-    return Group(legend, table)
+    title = Text(f"weights of {where} (rows are queries, columns keys{cut})", style="dim")
+    return Group(title, _Maps(matrix_text(mine), matrix_text(ref), 2 * min(tk, MAX_SIZE)))
+
+
+def weights_heatmap(report: Report) -> RenderableType | None:
+    """The heat maps for the most telling failing weights comparison of the report, or None."""
+    found = telling_failure(report)
+    return None if found is None else case_heatmap(found[1])

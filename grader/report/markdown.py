@@ -10,17 +10,23 @@ GitHub links a bare URL, ``www.`` address or e-mail address and notifies an ``@m
 markup at all, so a zero-width space (``&#8203;``, invisible when rendered) goes after each
 ``@`` and inside each ``://`` and ``www.``. A fix is shown as a code span, where GitHub links
 and mentions nothing.
+
+The reporter keeps a Row per submission and the few lines the details show, never a Report, and
+shows what the run's audience may see (grader.report.audience).
 """
 
 from __future__ import annotations
 
+import io
 import re
-from typing import IO
+from dataclasses import dataclass
+from typing import IO, Iterable
 
 from grader.report import untrusted
-from grader.report.base import DocumentReporter, RunInfo
+from grader.report.audience import shown_to
+from grader.report.base import RunInfo
 from grader.report.model import Report
-from grader.report.summary import RunSummary
+from grader.report.summary import Row, RunSummary
 
 MAX_ROWS = 1000
 MAX_DETAILS = 50
@@ -43,8 +49,35 @@ def md_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def render(reports: list[Report], info: RunInfo) -> str:
-    summary = RunSummary.of(reports)
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One diagnosis as the details section shows it."""
+
+    code: str
+    name: str
+    line: int | None
+    message: str
+    fix: str
+
+
+@dataclass(frozen=True, slots=True)
+class Details:
+    """What the details section shows of one failed submission: a few lines, not the Report."""
+
+    path: str
+    error: str | None
+    findings: tuple[Finding, ...]
+
+    @classmethod
+    def of(cls, report: Report) -> Details:
+        findings = tuple(Finding(d.code, d.name, d.location.line if d.location is not None else None, d.message, d.fix) for d in report.diagnoses)
+        return cls(report.path, report.error, findings)
+
+
+def document(rows: list[Row], details: list[Details]) -> str:
+    """The summary: counts, a table row per submission (the first MAX_ROWS), the details of the
+    failed ones (the first MAX_DETAILS)."""
+    summary = RunSummary.of(rows)
     lines = [f"## Attention grader: {summary.passed} of {summary.total} passed", ""]
     counts = f"{summary.passed} passed, {summary.failed} failed"
     if summary.errors:
@@ -52,25 +85,53 @@ def render(reports: list[Report], info: RunInfo) -> str:
     if summary.cached:
         counts += f" ({summary.cached} from the cache)"
     lines += [counts, "", "| | submission | score | diagnoses | seconds |", "|---|---|---:|---|---:|"]
-    for r in reports[:MAX_ROWS]:
+    for r in rows[:MAX_ROWS]:
         mark = "✅" if r.passed else "❌"
-        found = ", ".join(f"{d.code} {d.name}" for d in r.diagnoses) or (r.error or "")
+        found = ", ".join(f"{code} {name}" for code, name in r.diagnoses) or (r.error or "")
         lines.append(f"| {mark} | {md(r.path)} | {r.score:g}/{r.max_score:g} | {md(found)} | {r.duration_s:.2f} |")
-    if len(reports) > MAX_ROWS:
-        lines.append(f"| | and {len(reports) - MAX_ROWS} more | | | |")
+    if len(rows) > MAX_ROWS:
+        lines.append(f"| | and {len(rows) - MAX_ROWS} more | | | |")
     if summary.diagnoses:
         lines += ["", "**Most frequent diagnoses:** " + ", ".join(f"{md(code)} {md(name)} ({n})" for code, name, n in summary.diagnoses)]
-    failed = [r for r in reports if not r.passed][:MAX_DETAILS]
-    for r in failed:
-        lines += ["", f"### {md(r.path)}", ""]
-        if r.error:
-            lines.append(f"- not graded: {md(r.error)}")
-        for d in r.diagnoses:
-            where = f" (line {d.location.line})" if d.location is not None else ""
-            lines.append(f"- **{md(d.code)} {md(d.name)}**{where}: {md(d.message)}. Fix: {md_code(d.fix)}")
+    for item in details[:MAX_DETAILS]:
+        lines += ["", f"### {md(item.path)}", ""]
+        if item.error:
+            lines.append(f"- not graded: {md(item.error)}")
+        for f in item.findings:
+            where = f" (line {f.line})" if f.line is not None else ""
+            lines.append(f"- **{md(f.code)} {md(f.name)}**{where}: {md(f.message.rstrip('.'))}. Fix: {md_code(f.fix)}")
     return "\n".join(lines) + "\n"
 
 
-class MarkdownReporter(DocumentReporter):
+def render(reports: Iterable[Report], info: RunInfo) -> str:
+    """The summary of ``reports`` as ``info.audience`` may see them."""
+    reporter = MarkdownReporter(io.StringIO(), info)
+    for report in reports:
+        reporter.add(report)
+    return reporter.text()
+
+
+class MarkdownReporter:
+    """Keeps a Row per submission and the details of the first MAX_DETAILS failed ones, as the
+    run's audience may see them (grader.report.audience); writes the summary in ``finish``."""
+
+    streaming = False
+
+    def __init__(self, stream: IO[str], info: RunInfo) -> None:
+        self.stream = stream
+        self.info = info
+        self.rows: list[Row] = []
+        self.details: list[Details] = []
+
+    def add(self, report: Report) -> None:
+        report = shown_to(report, self.info.audience)
+        row = Row.of(report)
+        self.rows.append(row)
+        if not row.passed and len(self.details) < MAX_DETAILS:
+            self.details.append(Details.of(report))
+
+    def text(self) -> str:
+        return document(self.rows, self.details)
+
     def finish(self) -> None:
-        self.stream.write(render(self.reports, self.info))
+        self.stream.write(self.text())

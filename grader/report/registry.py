@@ -8,6 +8,7 @@ from grader.report.base import FORMATS, Format, Reporter, RunInfo
 from grader.report.csvfmt import CsvReporter
 from grader.report.github import GithubReporter
 from grader.report.gradescope import GradescopeReporter
+from grader.report.html import HtmlReporter
 from grader.report.jsonfmt import JsonReporter
 from grader.report.junit import JunitReporter
 from grader.report.markdown import MarkdownReporter
@@ -26,5 +27,6 @@ def make_reporter(fmt: Format, stream: IO[str], info: RunInfo) -> Reporter:
         "csv": CsvReporter,
         "markdown": MarkdownReporter,
         "github": GithubReporter,
+        "html": HtmlReporter,
     }
     return makers[fmt](stream, info)
