@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import sys
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+import rich_click
 from rich.console import Console
+from rich.table import Table
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
@@ -24,30 +28,72 @@ from grader.errors import ExitCode, GraderEnvironmentError, GraderError, Sandbox
 from grader.pipeline import is_environment_error, run
 from grader.prepare import Options, prepare
 from grader.refdata import load_default_suite, load_references, reference_dir_for, regenerate
-from grader.report.files import OutputSpec, check_writable, parse_output, render_document, write_report_file
-from grader.report.github import GithubReporter
-from grader.report.markdown import render
+from grader.report.csvfmt import RESERVED as GRADEBOOK_COLUMNS
+from grader.report.feedback import FeedbackWriter, prepare_folder
+from grader.report.files import OutputSpec, check_writable, parse_output
+from grader.report.jsonload import INDEX, Merge
 from grader.report.model import Report
 from grader.report import untrusted
-from grader.report.registry import FORMATS, Reporter, RunInfo, make_reporter
-from grader.report.summary import RunSummary
+from grader.report.sinks import Sinks, Tally, open_sinks
+from grader.report.registry import FORMATS, RunInfo
+from grader.report.roster import Roster, load_roster
 from grader.report.text import summary_table
-from grader.sandbox.forkserver import ForkServer
+from grader.sandbox.forkserver import ForkServers
 from grader.sandbox import isolation
+from grader.shard import Shard
 from grader.slots import default_jobs
 from grader.starter import write_starter
 from grader.suite import load_suite
 
 
-class DefaultGroup(click.Group):
-    """`grade PATH ...` grades; `grade references ...` and `grade explain ...` are subcommands."""
+# The help, rendered by rich-click (click's help through rich, in panels): grading's options in
+# the groups a user looks for them by. An option named here that a command does not have is
+# left out; one named nowhere is listed under "Options".
+OPTION_GROUPS: list[dict[str, Any]] = [
+    {"name": "Input", "options": ["--candidate", "--submission-file", "--function", "--framework", "--shard"]},
+    {"name": "Checks and limits", "options": ["--suite", "--timeout", "--memory", "--jobs", "--explain"]},
+    {"name": "Output", "options": ["--format", "--output", "--quiet", "--verbose", "--audience", "--feedback", "--roster"]},
+    {"name": "Cache", "options": ["--no-cache", "--cache-dir"]},
+    {"name": "Sandbox", "options": ["--strict-sandbox", "--sandbox-info"]},
+]
+HELP_CONFIG: dict[str, Any] = {"option_groups": {"grade check": OPTION_GROUPS}, "text_paragraph_linebreaks": "\n\n"}
+EXIT_CODES = (
+    "Exit codes: 0 every submission passed; 1 a submission failed or could not be graded; "
+    "2 bad input (a path, an option, a suite, the references, an output file) or a submission "
+    "not graded because the worker cannot import what the grader's Python can; 3 internal "
+    "error; 130 interrupted (what was graded is kept and written)."
+)
+
+
+class DefaultGroup(rich_click.RichGroup):
+    """`grade PATH ...` grades (it is `grade check PATH ...`); `grade explain ...`, `grade
+    references ...`, `grade suite ...` are the other commands."""
 
     default = "check"
+    # A subgroup (`grade suite`) is a plain rich group: RichGroup would make it a DefaultGroup too,
+    # with a default command of its own.
+    group_class = rich_click.RichGroup
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("subcommand_metavar", "[PATHS]... | COMMAND [ARGS]...")
+        super().__init__(*args, **kwargs)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] != "--version"):
+        if not args or args[0] not in (*self.commands, "--version", *ctx.help_option_names):
             args = [self.default, *args]
         return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: rich_click.RichContext, formatter: rich_click.RichHelpFormatter) -> None:  # type: ignore[override]  # rich-click's own signature
+        """`grade --help` is the help of grading, the default command (its text, its options in
+        their groups, its exit codes), with the group's own options and every command before
+        the exit codes."""
+        default = self.commands[self.default]
+        with default.make_context(self.default, [], parent=ctx, resilient_parsing=True, help_option_names=[]) as sub:
+            self.format_usage(ctx, formatter)
+            default.format_help_text(sub, formatter)
+            default.format_options(sub, formatter)
+            self.format_options(ctx, formatter)  # --version, --help and the commands
+            default.format_epilog(sub, formatter)
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         """Every failure becomes one line on stderr and an exit code; never a traceback."""
@@ -68,20 +114,25 @@ class DefaultGroup(click.Group):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("grade", cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"], "rich_help_config": HELP_CONFIG})
 @click.version_option(__version__, prog_name="grade")
 def cli() -> None:
     """Grade submissions of scaled dot-product attention."""
 
 
-@cli.command("check")
+@cli.command("check", short_help="Grade files, notebooks and folders (the default command).", epilog=EXIT_CODES)
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--candidate", is_flag=True, help="Each PATH is one candidate's checkout, graded as one submission (a CI step in a candidate's repository: grade --candidate .).")
 @click.option("--submission-file", "pattern", metavar="GLOB", help="In a candidate's checkout, grade the one file whose relative path matches GLOB (default: the file that defines the function).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="What to print on stdout.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, metavar="FMT", help=f"What to print on stdout: {', '.join(FORMATS)}.")
 @click.option("--output", "-o", "outputs", multiple=True, metavar="FMT=PATH", help="Also write a report file in FMT (repeatable), e.g. -o junit=report.xml.")
+@click.option("--feedback", "feedback_dir", type=click.Path(path_type=Path), metavar="DIR", help="Also write one Markdown file per submission into DIR (made if missing), named after its candidate: the candidate's view unless --audience reviewer is given.")
+@click.option("--roster", "roster_path", type=click.Path(path_type=Path), metavar="FILE.csv", help="Join this roster (a CSV whose column 'candidate' or 'id', else its first, names the candidate) into the CSV gradebook; every candidate and every roster row is listed.")
 @click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), metavar="N", help="Submissions graded at once: at most N workers run at a time (default: the number of CPUs).")
+@click.option("--shard", "shard_text", metavar="I/N", help="Grade only the I-th of N slices of the submissions found (I counts from 1), for a CI matrix of N jobs: slices cut by path, the same in every job, sizes within one; join their JSON reports with `grade merge`.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar; the text report gives one line per submission.")
+@click.option("--verbose", "-v", is_flag=True, help="The text report with every figure: the measured values, mismatch statistics, why each mistake matters, what the submission printed.")
+@click.option("--audience", type=click.Choice(("reviewer", "candidate")), default="reviewer", show_default=True, help="candidate: what a candidate may see in every format (the bugs, their lines and fixes, pass/fail per check), no expected values, stored cases or fresh inputs.")
 @click.option("--no-cache", "no_cache", is_flag=True, help="Neither reuse nor store cached results.")
 @click.option("--cache-dir", "cache_dir", type=click.Path(path_type=Path), envvar="GRADER_CACHE_DIR", show_envvar=True, help="Where results are cached (default: ~/.cache/attention-grader).")
 @click.option("--function", "function", metavar="NAME", help="Grade this function name instead of the suite's (default: attention).")
@@ -91,15 +142,20 @@ def cli() -> None:
 @click.option("--explain", "explain", metavar="NAME", help="Print the full explanation of a diagnosis (name or code) and exit.")
 @click.option("--sandbox-info", "sandbox_info", is_flag=True, help="Print which isolation layers work on this machine and exit.")
 @click.option("--strict-sandbox", "strict_sandbox", is_flag=True, help="Refuse to grade (exit 2) unless network, filesystem and process isolation are all active.")
-@click.option("--framework", "framework", type=click.Choice(("auto", "numpy", "torch", "jax")), help="Arrays the function receives (default: the suite's, auto = from its imports).")
+@click.option("--framework", "framework", type=click.Choice(("auto", "numpy", "torch", "jax")), metavar="NAME", help="Arrays the function receives: numpy, torch, jax, or auto (from its imports); default: the suite's.")
 def check_command(
     paths: tuple[Path, ...],
     candidate: bool,
     pattern: str | None,
     fmt: str,
     outputs: tuple[str, ...],
+    feedback_dir: Path | None,
+    roster_path: Path | None,
     jobs: int | None,
+    shard_text: str | None,
     quiet: bool,
+    verbose: bool,
+    audience: str,
     no_cache: bool,
     cache_dir: Path | None,
     function: str | None,
@@ -111,21 +167,20 @@ def check_command(
     strict_sandbox: bool,
     framework: str | None,
 ) -> None:
-    """Grade submissions of attention(Q, K, V): files (.py, .ipynb), folders of them, candidates'
-    checkouts.
+    """Grade submissions of attention(Q, K, V) and name their bugs.
+
+    PATHS are files (.py, .ipynb), folders of them and candidates' checkouts. `grade PATHS` is
+    short for `grade check PATHS`.
 
     \b
-    grade sub.py                     one file
-    grade submissions/               each .py file in it, and each subfolder as one candidate
-    grade --candidate .              this checkout as one candidate (CI)
-    grade -j 8 -o junit=report.xml submissions/
-
-    \b
-    Exit codes: 0 every submission passed, 1 a submission failed (or could not be graded),
-    2 usage error (bad path, option, suite, references, output file) or a submission not graded
-    because the worker cannot import what the grader's Python can, 3 internal error,
-    130 interrupted (what was graded is kept and written).
-    Also: `grade explain NAME`, `grade references --verify | --regenerate`, `grade suite new PATH`.
+    Examples:
+      grade sub.py                  one file: verdict, bugs, their lines and fixes
+      grade -v sub.py               the same with every figure behind it
+      grade submissions/            each file, and each subfolder as one candidate
+      grade --candidate .           this checkout as one candidate (a CI step)
+      grade -j 8 -q -o junit=r.xml submissions/
+      grade --function my_attention --timeout 20 sub.py
+      grade explain --list          every diagnosis; grade explain S201 for one
     """
     if explain:
         _explain(explain)
@@ -135,89 +190,194 @@ def check_command(
         return
     if not paths:
         raise UsageError("no submission given; try: grade path/to/submission.py")
+    shard = Shard.parse(shard_text) if shard_text is not None else None
     specs = [parse_output(text) for text in outputs]
     for spec in specs:
         check_writable(spec.path)  # before grading: a bad output path must not cost a whole batch
+    roster = _roster(roster_path, fmt, specs)
+    feedback = None
+    if feedback_dir is not None:
+        prepare_folder(feedback_dir)
+        # The candidate's view unless the reviewer's is asked for by name: a default must not
+        # send expected values to candidates.
+        asked = click.get_current_context().get_parameter_source("audience") is not click.core.ParameterSource.DEFAULT
+        feedback = FeedbackWriter(feedback_dir, "reviewer" if asked and audience == "reviewer" else "candidate")
     options = Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox, framework=framework)
     _tolerant_output()
     commands = _StoppedCommands.begin(fmt)  # before anything reads a candidate's files
-    # Started before the suite and references load: the server's own start (numpy's import)
-    # runs meanwhile. None where this system cannot have one: workers then start fresh.
-    server = ForkServer.start()
+    # NumPy's server started before the suite and references load: its own start (numpy's
+    # import) runs meanwhile. Torch's and JAX's start with the first submission that needs one.
+    server = ForkServers.start()
     try:
-        code = _grade(list(paths), specs, server, options, candidate=candidate, pattern=pattern, fmt=fmt, jobs=jobs, quiet=quiet, no_cache=no_cache, cache_dir=cache_dir, suite_path=suite_path, commands=commands)
+        code = _grade(list(paths), specs, server, options, candidate=candidate, pattern=pattern, fmt=fmt, jobs=jobs, quiet=quiet, verbose=verbose, audience=audience, no_cache=no_cache, cache_dir=cache_dir, suite_path=suite_path, commands=commands, roster=roster, feedback=feedback, shard=shard)
     finally:
         commands.resume()  # also when grading failed: the runner must not stay deaf to the next steps
-        if server is not None:
-            server.close()
+        server.close()
+        for note in server.notes():  # once per run and framework, never per submission
+            click.echo(f"grade: note: {inert(note)}", err=True)
     sys.exit(code)
 
 
-def _grade(paths: list[Path], specs: list[OutputSpec], server: ForkServer | None, options: Options, *, candidate: bool, pattern: str | None, fmt: str, jobs: int | None, quiet: bool, no_cache: bool, cache_dir: Path | None, suite_path: Path | None, commands: _StoppedCommands) -> ExitCode:
+def _grade(paths: list[Path], specs: list[OutputSpec], server: ForkServers | None, options: Options, *, candidate: bool, pattern: str | None, fmt: str, jobs: int | None, quiet: bool, verbose: bool = False, audience: str = "reviewer", no_cache: bool, cache_dir: Path | None, suite_path: Path | None, commands: _StoppedCommands, roster: Roster | None = None, feedback: FeedbackWriter | None = None, shard: Shard | None = None) -> ExitCode:
     suite = load_suite(suite_path) if suite_path else load_default_suite()
-    submissions = discover(paths, Rule(function=options.function or suite.function, pattern=pattern, entry=suite.entry), candidate=candidate)
+    found = discover(paths, Rule(function=options.function or suite.function, pattern=pattern, entry=suite.entry), candidate=candidate)
+    # --shard: this job's slice, by path (grader.shard). Each report keeps its place among all
+    # the submissions found, by which `grade merge` puts the shards back in order.
+    places = shard.select([s.label for s in found]) if shard is not None else list(range(len(found)))
+    submissions = [found[i] for i in places]
+    if len(submissions) > 1 and "gradescope" in (fmt, *(spec.fmt for spec in specs)):
+        raise UsageError(f"gradescope: results.json describes one submission, and {len(submissions)} were found; grade each submission in its own run")
     if options.strict_sandbox:
         _require_isolation()
     prepared = prepare(suite, options)
     cache = None if no_cache else ResultCache.for_run(prepared, cache_dir)
-    in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
-    info = RunInfo(prepared.suite.name, prepared.suite.max_score, quiet=quiet)
-    stdout: Reporter = make_reporter(fmt, sys.stdout, info)  # type: ignore[arg-type]
-
-    bar = None if quiet or os.environ.get("CI") or not sys.stdout.isatty() else _progress(len(submissions))
-    graded: dict[int, Report] = {}  # by the submission's index in the discovered list
-    failures = 0
+    info = RunInfo(
+        prepared.suite.name, prepared.suite.max_score_for(prepared.framework), quiet=quiet, verbose=verbose, audience="candidate" if audience == "candidate" else "reviewer", roster=roster,
+        discovered=len(found), shard=str(shard) if shard is not None else None, suite_fingerprint=prepared.suite.fingerprint(),
+    )
+    tally = _Tally()
     interrupted = False
-    if bar is not None:
-        bar.start()
-    try:
-        with closing(run(submissions, prepared, jobs=jobs or default_jobs(), cache=cache, forkserver=server)) as results:
-            for index, report in results:
-                graded[index] = report
-                failures += not report.passed
-                if stdout.streaming:
-                    stdout.add(report)
-                if bar is not None:
-                    bar.update(bar.task_ids[0], advance=1, failed=failures)
-    except KeyboardInterrupt:  # closing the run stopped its workers; what was graded is kept
-        interrupted = True
-    finally:
+    # Every sink made now (a report file's temporary file too), each report handed to all of
+    # them as it is known and then dropped (grader.report.sinks).
+    with _open_sinks(fmt, specs, info, feedback) as sinks:
+        # One submission has no bar; a batch's bar shares the text report's console, so the reports
+        # print above it and none starts on its last line.
+        bar = None if quiet or len(submissions) <= 1 or os.environ.get("CI") or not sys.stdout.isatty() else _progress(len(submissions), getattr(sinks.stdout, "console", None))
         if bar is not None:
-            bar.stop()
-    reports = [graded[i] for i in sorted(graded)]
-    documents: dict[str, str] = {}
-
-    def document(name: str) -> str:
-        """A whole document, rendered once however many places it goes to (stdout, -o files)."""
-        if name not in documents:
-            documents[name] = render_document(name, reports, info)  # type: ignore[arg-type]
-        return documents[name]
-
-    if stdout.streaming:
-        stdout.finish()
-    else:
-        sys.stdout.write(document(fmt))
-    if fmt != "text" and not quiet and len(reports) > 1 and sys.stderr.isatty():
-        Console(stderr=True, emoji=False).print(summary_table(RunSummary.of(reports)))
-    commands.resume()
-    if in_actions:
-        _github_actions(reports, info, fmt)
-    for spec in specs:
-        write_report_file(spec.path, document(spec.fmt))
+            bar.start()
+        try:
+            with closing(run(submissions, prepared, jobs=jobs or default_jobs(), cache=cache, forkserver=server)) as results:
+                for index, report in results:
+                    tally.add(report)
+                    sinks.add(index, replace(report, extra={**report.extra, INDEX: places[index]}))
+                    del report  # nothing here keeps a report once its sinks had it
+                    if bar is not None:
+                        bar.update(bar.task_ids[0], advance=1, failed=tally.total - tally.passed)
+        except KeyboardInterrupt:  # closing the run stopped its workers; what was graded is kept
+            interrupted = True
+        finally:
+            if bar is not None:
+                bar.stop()
+        _finish(sinks, tally, fmt, quiet, commands)
     if cache is not None and cache.problem:
         click.echo(f"grade: warning: {inert(cache.problem)}", err=True)
-    # Not graded because of the grader's own environment (the worker could not import what the
-    # grader's Python can): the report says so in one line; exit 2, as for a bad installation.
-    environment = [r.error for r in reports if is_environment_error(r) and r.error]
-    if fmt != "text":
-        for message in dict.fromkeys(environment):
-            click.echo(f"grade: error: {inert(message)}", err=True)
-    if interrupted:
-        click.echo(f"grade: interrupted: {len(reports)} of {len(submissions)} submissions graded; their results are kept", err=True)
-        return ExitCode.INTERRUPTED
-    if environment:
-        return GraderEnvironmentError.exit_code
-    return ExitCode.OK if all(r.passed for r in reports) else ExitCode.FAILED
+    return tally.exit_code(fmt, interrupted, len(submissions), "graded")
+
+
+class _Tally(Tally):
+    """What the command keeps of the reports once their sinks had them: the end-of-batch figures
+    (no Row per submission) and each not-graded message of the grader's environment."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.environment: dict[str, None] = {}  # messages, each once, in order
+
+    def add(self, report: Report) -> None:
+        super().add(report)
+        if is_environment_error(report) and report.error:
+            self.environment[report.error] = None
+
+    def exit_code(self, fmt: str, interrupted: bool, expected: int, done: str) -> ExitCode:
+        # Not graded because of the grader's own environment (the worker could not import what the
+        # grader's Python can): the report says so in one line; exit 2, as for a bad installation.
+        if fmt != "text":
+            for message in self.environment:
+                click.echo(f"grade: error: {inert(message)}", err=True)
+        if interrupted:
+            click.echo(f"grade: interrupted: {self.total} of {expected} submissions {done}; their results are kept", err=True)
+            return ExitCode.INTERRUPTED
+        if self.environment:
+            return GraderEnvironmentError.exit_code
+        return ExitCode.OK if self.passed == self.total == expected else ExitCode.FAILED
+
+
+def _open_sinks(fmt: str, specs: list[OutputSpec], info: RunInfo, feedback: FeedbackWriter | None = None) -> Sinks:
+    """The sinks of a run: ``fmt`` on stdout, the report files, the feedback folder and, under
+    GitHub Actions, the annotations and the job summary."""
+    in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    summary = os.environ.get("GITHUB_STEP_SUMMARY") if in_actions else None
+    more = [feedback] if feedback is not None else []
+    return open_sinks(fmt, specs, info, sys.stdout, sys.stderr, annotations=in_actions, job_summary=Path(summary) if summary else None, more=more)  # type: ignore[arg-type]
+
+
+def _finish(sinks: Sinks, tally: _Tally, fmt: str, quiet: bool, commands: _StoppedCommands) -> None:
+    """stdout's report completed, the end-of-batch table on a terminal's stderr, then (once the
+    runner reads workflow commands again) annotations, job summary and report files."""
+    sinks.finish_stdout()
+    if fmt != "text" and not quiet and tally.total > 1 and sys.stderr.isatty():
+        Console(stderr=True, emoji=False).print(summary_table(tally.summary()))
+    commands.resume()
+    sinks.finish()
+    for warning in sinks.warnings:
+        click.echo(f"grade: warning: {inert(warning)}", err=True)
+
+
+@cli.command("merge")
+@click.argument("reports", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="What to print on stdout.")
+@click.option("--output", "-o", "outputs", multiple=True, metavar="FMT=PATH", help="Also write a report file in FMT (repeatable), e.g. -o csv=gradebook.csv.")
+@click.option("--quiet", "-q", is_flag=True, help="The text report gives one line per submission.")
+def merge_command(reports: tuple[Path, ...], fmt: str, outputs: tuple[str, ...], quiet: bool) -> None:
+    """Merge the JSON reports of shards into the reports of one run.
+
+    REPORTS are JSON reports of `grade --shard I/N` (or of whole runs) over the same submissions.
+    They are written in every format asked for, in the order one run over all of them would give.
+
+    \b
+    Examples:
+      grade --shard 1/2 -o json=shard-1.json submissions/     one CI job
+      grade --shard 2/2 -o json=shard-2.json submissions/     another
+      grade merge shard-*.json -o csv=gradebook.csv -o junit=report.xml
+
+    Exit codes: 0 every submission passed; 1 a submission failed, was not graded, or is in none
+    of the reports given; 2 a file that is not a complete JSON report of this grader version,
+    reports of different suites, grader versions or runs, or a submission in two of them
+    (nothing is written then); 130 interrupted.
+    """
+    if not reports:
+        raise UsageError("no report given; try: grade merge shard-1.json shard-2.json")
+    specs = [parse_output(text) for text in outputs]
+    for spec in specs:
+        check_writable(spec.path)
+    _tolerant_output()
+    commands = _StoppedCommands.begin(fmt)  # before anything of a candidate is read
+    try:
+        code = _merge(list(reports), specs, fmt, quiet, commands)
+    finally:
+        commands.resume()
+    sys.exit(code)
+
+
+def _merge(paths: list[Path], specs: list[OutputSpec], fmt: str, quiet: bool, commands: _StoppedCommands) -> ExitCode:
+    merge = Merge.open(paths)  # every file read and checked first: a refusal writes nothing
+    if merge.total > 1 and "gradescope" in (fmt, *(spec.fmt for spec in specs)):
+        raise UsageError(f"gradescope: results.json describes one submission, and the reports hold {merge.total}")
+    head = merge.header
+    info = RunInfo(head.suite_name, head.max_score, quiet=quiet, discovered=head.discovered, suite_fingerprint=head.fingerprint)
+    tally = _Tally()
+    interrupted = False
+    with _open_sinks(fmt, specs, info) as sinks:
+        try:
+            for index, report in enumerate(merge.reports()):
+                tally.add(report)
+                sinks.add(index, report)
+                del report
+        except KeyboardInterrupt:
+            interrupted = True
+        _finish(sinks, tally, fmt, quiet, commands)
+    if merge.missing:
+        click.echo(f"grade: warning: {inert(merge.missing)}", err=True)
+    return tally.exit_code(fmt, interrupted, head.discovered if not interrupted else merge.total, "merged")
+
+
+def _roster(path: Path | None, fmt: str, specs: list[OutputSpec]) -> Roster | None:
+    """--roster, read and checked before grading. Raises UsageError: for a bad roster, and when
+    no CSV gradebook is written to join it into."""
+    if path is None:
+        return None
+    if "csv" not in (fmt, *(spec.fmt for spec in specs)):
+        raise UsageError(f"--roster {path}: the roster is joined into the CSV gradebook; add --format csv or -o csv=FILE")
+    return load_roster(path, GRADEBOOK_COLUMNS)
 
 
 class _StoppedCommands:
@@ -262,22 +422,6 @@ def inert(text: str) -> str:
     return untrusted.no_commands(untrusted.line(text))
 
 
-def _github_actions(reports: list[Report], info: RunInfo, fmt: str) -> None:
-    """Annotations on stdout (unless that is the chosen format) and the job summary."""
-    if fmt != "github":
-        # After a document on stdout (json, junit, ...) they go to stderr, which the runner reads too.
-        annotations = GithubReporter(sys.stdout if fmt == "text" else sys.stderr, info)
-        for report in reports:
-            annotations.add(report)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        try:
-            with open(summary, "a", encoding="utf-8", errors="replace") as handle:
-                handle.write(render(reports, info))
-        except OSError as exc:
-            click.echo(f"grade: warning: {summary}: cannot write the job summary: {exc.strerror}", err=True)
-
-
 class RateColumn(ProgressColumn):
     """Submissions per second."""
 
@@ -286,7 +430,7 @@ class RateColumn(ProgressColumn):
         return Text(f"{speed:.1f}/s" if speed else "-/s", style="dim")
 
 
-def _progress(total: int) -> Progress:
+def _progress(total: int, console: Console | None = None) -> Progress:
     """The progress bar: done / total, failures so far, rate and time left (terminals only)."""
     progress = Progress(
         TextColumn("grading"),
@@ -295,6 +439,7 @@ def _progress(total: int) -> Progress:
         TextColumn("[red]{task.fields[failed]} failed"),
         RateColumn(),
         TimeRemainingColumn(),
+        console=console,
         transient=True,
     )
     progress.add_task("grading", total=total, failed=0)
@@ -329,15 +474,37 @@ def _require_isolation() -> None:
 def _explain(key: str) -> None:
     rule = lookup(key)
     if rule is None:
-        raise UsageError(f"unknown diagnosis '{key}'; known: {', '.join(r.name for r in RULES)}")
+        raise UsageError(f"unknown diagnosis '{key}'; `grade explain --list` lists every diagnosis")
     click.echo(rule.explain())
 
 
+def _explain_list() -> None:
+    """Every diagnosis on one line: code, name and what it is in words. A table on a terminal;
+    aligned plain lines, never wrapped, for a pipe or a file."""
+    if sys.stdout.isatty():
+        table = Table("code", "name", "what it is", box=None, header_style="bold", pad_edge=False)
+        for rule in RULES:
+            table.add_row(rule.code, rule.name, rule.title + (" (warning)" if rule.severity == "warning" else ""))
+        Console(emoji=False, highlight=False).print(table)
+        return
+    width = max(len(rule.name) for rule in RULES)
+    for rule in RULES:
+        click.echo(f"{rule.code}  {rule.name:<{width}}  {rule.title}" + (" (warning)" if rule.severity == "warning" else ""))
+
+
 @cli.command("explain")
-@click.argument("name")
-def explain_command(name: str) -> None:
-    """Print the full explanation of a diagnosis, by name (scale-by-dk) or code (S201)."""
-    _explain(name)
+@click.argument("name", required=False)
+@click.option("--list", "list_all", is_flag=True, help="List every diagnosis: its code, name and what it is (also without NAME).")
+def explain_command(name: str | None, list_all: bool) -> None:
+    """Explain a diagnosis, by name (scale-by-dk) or code (S201); --list lists them all.
+
+    The explanation says what the diagnosis checks, why the mistake matters, an example and
+    what to write instead.
+    """
+    if list_all or name is None:
+        _explain_list()
+    else:
+        _explain(name)
 
 
 @cli.command("references")
@@ -346,7 +513,11 @@ def explain_command(name: str) -> None:
 @click.option("--suite", "suite_path", type=click.Path(path_type=Path), help="The suite whose references to handle (default: the built-in suite).")
 @click.option("--out", "out", type=click.Path(path_type=Path), help="With --regenerate: write into this folder instead.")
 def references_command(action: str, suite_path: Path | None, out: Path | None) -> None:
-    """Verify or regenerate the stored reference matrices (byte-identical on every run)."""
+    """Verify or regenerate the stored references of a suite.
+
+    The references are the expected weights and outputs of the suite's cases, written the same,
+    byte for byte, on every run.
+    """
     suite = load_suite(suite_path) if suite_path else load_default_suite()
     if action == "regenerate":
         directory = out or reference_dir_for(suite)
@@ -359,24 +530,29 @@ def references_command(action: str, suite_path: Path | None, out: Path | None) -
 
 @cli.group("suite")
 def suite_group() -> None:
-    """Write or check a suite: the YAML file that says what a take-home asks for."""
+    """Write or check a suite, the YAML file of a take-home's cases and checks."""
 
 
 @suite_group.command("new")
 @click.argument("path", type=click.Path(path_type=Path))
 def suite_new_command(path: Path) -> None:
-    """Write a commented starter suite to PATH (never overwrites an existing file)."""
+    """Write a commented starter suite to PATH (never over a file)."""
     write_starter(path)
-    click.echo(f"wrote {path}; next: edit it, then `grade references --regenerate --suite {path}`")
+    click.echo(f"wrote {path}; next: edit it, then `grade references --regenerate --suite {shlex.quote(str(path))}`")
 
 
 @suite_group.command("check")
 @click.argument("path", type=click.Path(path_type=Path))
 def suite_check_command(path: Path) -> None:
-    """Validate a suite file (exit 2 with the line and key of the first mistake)."""
+    """Validate a suite file.
+
+    A mistake exits 2 with the line and the key of the first one.
+    """
     suite = load_suite(path)
     off = f"; turned off: {', '.join(suite.disabled)}" if suite.disabled else ""
-    click.echo(f"{path}: valid suite '{suite.name}': {len(suite.cases)} cases, {len(suite.checks)} checks, {suite.max_score:g} points{off}")
+    numpy = suite.max_score_for("numpy")
+    points = f"{suite.max_score:g} points" + (f" ({numpy:g} for NumPy submissions)" if numpy != suite.max_score else "")
+    click.echo(f"{path}: valid suite '{suite.name}': {len(suite.cases)} cases, {len(suite.checks)} checks, {points}{off}")
 
 
 def fail(message: str, code: ExitCode) -> NoReturn:

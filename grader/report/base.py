@@ -2,20 +2,26 @@
 ``grader.report.registry``).
 
 A reporter is made with the stream it writes to and the run's facts, gets ``add(report)`` once
-per graded submission and ``finish()`` once at the end. A *streaming* reporter writes as reports
-arrive (the terminal report, GitHub annotations); the others write one document in ``finish``
-and are given the reports in the order of the submissions, whatever order they finished in.
+per graded submission and ``finish()`` once at the end. Every reporter is given the reports in
+the order of the submissions, whatever order they finished in: ``grader.report.sinks`` reorders
+them, in one place, for all the reporters of a run. A *streaming* reporter writes each report
+as it is given (the terminal report, annotations); the others write one document, as the
+reports arrive (JSON, JUnit) or at the end. Either way a reporter keeps no Report once ``add``
+returns: a batch of any size must not keep every Report, and the arrays behind its checks,
+alive until the end. What it needs at the end it keeps as a ``grader.report.summary.Row`` or
+as running totals.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import IO, Literal, Protocol
+from typing import Literal, Protocol
 
 from grader.report.model import Report
+from grader.report.roster import Roster
 
-Format = Literal["text", "json", "junit", "gradescope", "csv", "markdown", "github"]
-FORMATS: tuple[Format, ...] = ("text", "json", "junit", "gradescope", "csv", "markdown", "github")
+Format = Literal["text", "json", "junit", "gradescope", "csv", "markdown", "github", "html"]
+FORMATS: tuple[Format, ...] = ("text", "json", "junit", "gradescope", "csv", "markdown", "github", "html")
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,11 @@ class RunInfo:
     color: bool = False  # the text report on a terminal
     verbose: bool = False  # -v: every figure, mismatch statistic and full why-text
     audience: Literal["reviewer", "candidate"] = "reviewer"  # candidate: nothing of the stored cases
+    roster: Roster | None = None  # --roster: joined into the CSV gradebook
+    # The run behind the reports, for the JSON report's header (what `grade merge` checks):
+    discovered: int | None = None  # submissions found before --shard took its slice
+    shard: str | None = None  # "I/N" with --shard
+    suite_fingerprint: str | None = None  # grader.suite.Suite.fingerprint()
 
 
 class Reporter(Protocol):
@@ -37,19 +48,3 @@ class Reporter(Protocol):
 
     def finish(self) -> None: ...
 
-
-class DocumentReporter:
-    """A reporter that writes one document in ``finish`` from every report it was given."""
-
-    streaming = False
-
-    def __init__(self, stream: IO[str], info: RunInfo) -> None:
-        self.stream = stream
-        self.info = info
-        self.reports: list[Report] = []
-
-    def add(self, report: Report) -> None:
-        self.reports.append(report)
-
-    def finish(self) -> None:
-        raise NotImplementedError

@@ -1,4 +1,10 @@
-"""Report files: ``--output FMT=PATH`` parsed, checked before grading, written atomically."""
+"""Report files: ``--output FMT=PATH`` parsed, checked before grading, written atomically.
+
+A run writes each report file as it goes (:class:`ReportFile`): into a temporary file in the
+target's folder, renamed onto the target once complete. A reader never sees half a report, and a
+run that fails or is interrupted while writing leaves the previous file (or none) and no
+temporary file behind.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,12 @@ from dataclasses import dataclass
 import errno
 import io
 import os
+import tempfile
 from pathlib import Path
-from typing import cast
+from typing import IO, cast
 
 from grader.errors import OutputError, UsageError
-from grader.fsutil import write_atomically
+from grader.fsutil import UMASK, write_atomically
 from grader.report.model import Report
 from grader.report.registry import FORMATS, Format, RunInfo, make_reporter
 
@@ -61,5 +68,66 @@ def write_report_file(path: Path, text: str) -> None:
     try:
         write_atomically(path, text.encode("utf-8", errors="replace"))  # a lone surrogate from a submission
     except OSError as exc:
-        why = "no space left on the device" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
-        raise OutputError(f"{path}: {why}") from None
+        raise output_error(path, exc) from None
+
+
+def _why(exc: OSError) -> str:
+    return "no space left on the device" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+
+
+def output_error(path: Path, exc: OSError) -> OutputError:
+    """The one line for a report file that could not be written."""
+    return OutputError(f"{path}: {_why(exc)}")
+
+
+class ReportFile:
+    """A report file written while the run goes on: a temporary file beside the target (same
+    folder, so same file system: the rename is atomic), ``commit`` renames it onto the target,
+    ``discard`` removes it. Every OSError becomes an OutputError naming the target."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            fd, self._tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        except OSError as exc:
+            raise output_error(path, exc) from None
+        try:
+            # mkstemp makes the file private (0600); the report gets the mode any new file would.
+            os.fchmod(fd, 0o666 & ~UMASK)
+            # Opened by name, so the stream's name is where it lies (see spool); errors="replace":
+            # a lone surrogate a reporter let through costs one character, not the file.
+            self.stream: IO[str] = open(self._tmp, "w", encoding="utf-8", errors="replace", newline="")
+        except OSError as exc:
+            os.unlink(self._tmp)
+            raise output_error(path, exc) from None
+        finally:
+            os.close(fd)
+        self._done = False
+
+    def commit(self) -> None:
+        """Flush the file to disk and rename it onto the target. Raises OutputError (the
+        temporary file is removed first)."""
+        try:
+            self.stream.flush()
+            os.fsync(self.stream.fileno())
+            self.stream.close()
+            os.replace(self._tmp, self.path)
+        except OSError as exc:
+            self.discard()
+            raise output_error(self.path, exc) from None
+        self._done = True
+
+    def discard(self) -> None:
+        """Remove the temporary file; the target is left as it was. Never raises."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            self.stream.close()
+        except OSError:  # the data that could not be flushed is thrown away with the file
+            pass
+        try:
+            os.unlink(self._tmp)
+        except OSError:
+            pass
+

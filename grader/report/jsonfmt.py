@@ -1,16 +1,26 @@
-"""The JSON report: one document for the whole run.
+"""The JSON report: one document for the whole run, written as the reports arrive.
 
 Schema (stable; fields are only ever added)::
 
-    {"grader": {"version"}, "suite": {"name", "max_score"},
+    {"grader": {"version"}, "suite": {"name", "max_score", "fingerprint"},
+     "run": {"discovered", "shard"},
      "submissions": [{"path", "passed", "score", "max_score", "duration_s", "worker_status",
                       "error", "checks": [{"id", "kind", "title", "passed", "outcome", "points",
                       "max_points", "summary", "cases": [...]}],
                       "diagnoses": [{"code", "name", "severity", "message", "fix", "evidence",
                       "checks", "location"}], "output": {...},
                       "sandbox": [{"name", "active", "detail"}],
-                      "isolated": {"network", "filesystem", "process"}}],
+                      "isolated": {"network", "filesystem", "process"},
+                      "extra": {"index", ...}}],
      "summary": {"total", "passed", "failed", "score", "max_score", "diagnoses": {name: count}}}
+
+``run.discovered`` is how many submissions the run found, ``run.shard`` the ``I/N`` of
+``--shard`` (null without), and each submission's ``extra.index`` its place among the
+submissions found (0-based): what ``grade merge`` checks and orders by (grader.report.jsonload).
+
+The document is written piece by piece, each submission's part as its report arrives (laid out
+exactly as ``json.dumps(document, indent=2)`` would lay out the whole), and the summary from
+running totals at the end: nothing of a report is kept once its part is written.
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -28,7 +38,8 @@ from grader.compare import Mismatch
 from grader.diagnosis.model import Diagnosis, Location
 from grader.observation import CapturedOutput
 from grader.report import untrusted
-from grader.report.base import DocumentReporter
+from grader.report.audience import shown_to
+from grader.report.base import RunInfo
 from grader.report.model import Report
 from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
 
@@ -128,39 +139,91 @@ def report_dict(report: Report) -> dict[str, Any]:
     }
 
 
+class Totals:
+    """The summary of a run, counted as the reports go by."""
+
+    def __init__(self) -> None:
+        self.total = self.passed = 0
+        self.score = self.max_score = 0.0
+        self.names: Counter[str] = Counter()
+
+    def add(self, report: Report) -> None:
+        self.total += 1
+        self.passed += report.passed
+        self.score += report.score
+        self.max_score += report.max_score
+        self.names.update(d.name for d in report.diagnoses)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "passed": self.passed,
+            "failed": self.total - self.passed,
+            "score": self.score,
+            "max_score": self.max_score,
+            "diagnoses": dict(self.names.most_common()),
+        }
+
+
 def summary_dict(reports: list[Report]) -> dict[str, Any]:
-    names = Counter(d.name for r in reports for d in r.diagnoses)
-    return {
-        "total": len(reports),
-        "passed": sum(r.passed for r in reports),
-        "failed": sum(not r.passed for r in reports),
-        "score": sum(r.score for r in reports),
-        "max_score": sum(r.max_score for r in reports),
-        "diagnoses": dict(names.most_common()),
-    }
+    totals = Totals()
+    for report in reports:
+        totals.add(report)
+    return totals.as_dict()
 
 
-def document(reports: list[Report], suite_name: str, max_score: float) -> dict[str, Any]:
-    """The JSON document of a run."""
+def header_dict(info: RunInfo) -> dict[str, Any]:
+    """What a document says before its submissions: who wrote it, for which suite and run."""
     return {
         "grader": {"version": __version__},
-        "suite": {"name": suite_name, "max_score": max_score},
-        "submissions": [report_dict(r) for r in reports],
-        "summary": summary_dict(reports),
+        "suite": {"name": info.suite_name, "max_score": info.max_score, "fingerprint": info.suite_fingerprint},
+        "run": {"discovered": info.discovered, "shard": info.shard},
     }
 
 
-class JsonReporter(DocumentReporter):
-    """Collects every report and writes one document at the end."""
+def _dumps(value: Any, depth: int) -> str:
+    """``value`` as ``json.dumps(..., indent=2)`` lays it out ``depth`` levels deep.
+
+    allow_nan=False: _plain wrote NaN and infinities as text, and JSON has no other form of them.
+    The values stay exactly the submission's (this is the data); ensure_ascii writes every
+    control character, and a lone surrogate, as a \\u escape, so no string holds a raw line
+    break and indenting every line is exact; json_document leaves no workflow command in a line
+    a CI runner reads."""
+    text = json.dumps(value, indent=2, allow_nan=False, ensure_ascii=True)
+    return untrusted.json_document(text.replace("\n", "\n" + "  " * depth))
+
+
+class JsonReporter:
+    """Writes the document as it goes: the header and each submission as its report arrives,
+    the summary at the end."""
+
+    streaming = False
+
+    def __init__(self, stream: IO[str], info: RunInfo) -> None:
+        self.stream = stream
+        self.info = info
+        self.totals = Totals()
+
+    def _head(self) -> None:
+        self.stream.write("{\n")
+        for key, value in header_dict(self.info).items():
+            self.stream.write(f"  {json.dumps(key)}: {_dumps(value, 1)},\n")
+        self.stream.write('  "submissions": [')
+
+    def add(self, report: Report) -> None:
+        report = shown_to(report, self.info.audience)  # --audience candidate: nothing of the suite's answers
+        if self.totals.total == 0:
+            self._head()
+        self.stream.write(("\n" if self.totals.total == 0 else ",\n") + "    " + _dumps(report_dict(report), 2))
+        self.totals.add(report)
 
     def finish(self) -> None:
-        # allow_nan=False: _plain wrote NaN and infinities as text, and JSON has no other form of them.
-        # The values stay exactly the submission's (this is the data); ensure_ascii writes every
-        # control character, and a lone surrogate, as a \u escape, and json_document leaves no
-        # workflow command in a line a CI runner reads.
-        text = json.dumps(document(self.reports, self.info.suite_name, self.info.max_score), indent=2, allow_nan=False, ensure_ascii=True)
-        self.stream.write(untrusted.json_document(text))
-        self.stream.write("\n")
+        if self.totals.total == 0:
+            self._head()
+            self.stream.write("],\n")
+        else:
+            self.stream.write("\n  ],\n")
+        self.stream.write(f'  "summary": {_dumps(self.totals.as_dict(), 1)}\n}}\n')
 
 
 # --------------------------------------------------------------------------------------------

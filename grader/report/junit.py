@@ -18,6 +18,7 @@ no workflow command on any line (``untrusted.xml_document``).
 from __future__ import annotations
 
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from typing import IO
 
@@ -25,8 +26,10 @@ from grader.checks.base import CheckResult
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.registry import BY_NAME
 from grader.report import untrusted
-from grader.report.base import DocumentReporter, RunInfo
+from grader.report.audience import shown_to
+from grader.report.base import RunInfo
 from grader.report.model import Report
+from grader.report.spool import spool
 
 # What XML 1.0 cannot hold once untrusted.lines has escaped the controls: U+FFFE and U+FFFF.
 _ILLEGAL = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -120,21 +123,49 @@ def suite_element(report: Report, info: RunInfo) -> ET.Element:
     return suite
 
 
-class JunitReporter(DocumentReporter):
+class JunitReporter:
+    """Writes each submission's ``<testsuite>`` as its report arrives, into a spool (an anonymous
+    temporary file beside the report file, see grader.report.files.spool): the root
+    ``<testsuites>`` carries the totals, known only at the end, and readers want them there. In
+    ``finish`` the root goes out, then the spooled suites are copied after it. Nothing of a
+    report is kept but its counts."""
+
+    streaming = False
+
+    def __init__(self, stream: IO[str], info: RunInfo) -> None:
+        self.stream = stream
+        self.info = info
+        self.totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        self.time = 0.0
+        self.suites = 0
+        self._spool: IO[str] | None = None
+
+    def add(self, report: Report) -> None:
+        report = shown_to(report, self.info.audience)  # --audience candidate: nothing of the suite's answers
+        suite = suite_element(report, self.info)
+        for key in self.totals:
+            self.totals[key] += int(suite.get(key, "0"))
+        self.time += report.duration_s
+        ET.indent(suite, level=1)  # laid out as ET.indent lays out the whole document
+        if self._spool is None:
+            self._spool = spool(self.stream)
+        self._spool.write("  " + untrusted.xml_document(ET.tostring(suite, encoding="unicode")) + "\n")
+        self.suites += 1
+
     def finish(self) -> None:
         root = ET.Element("testsuites", {"name": xml_attribute(f"grader {self.info.suite_name}")})
-        totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-        time = 0.0
-        for report in self.reports:
-            suite = suite_element(report, self.info)
-            root.append(suite)
-            for key in totals:
-                totals[key] += int(suite.get(key, "0"))
-            time += report.duration_s
-        for key, value in totals.items():
+        for key, value in self.totals.items():
             root.set(key, str(value))
-        root.set("time", f"{time:.3f}")
-        ET.indent(root)
+        root.set("time", f"{self.time:.3f}")
         self.stream.write('<?xml version="1.0" encoding="utf-8"?>\n')
-        self.stream.write(untrusted.xml_document(ET.tostring(root, encoding="unicode")))
-        self.stream.write("\n")
+        empty = untrusted.xml_document(ET.tostring(root, encoding="unicode"))  # <testsuites ... />
+        if self._spool is None:
+            self.stream.write(empty + "\n")
+            return
+        assert empty.endswith(" />")
+        self.stream.write(empty[: -len(" />")] + ">\n")
+        self._spool.seek(0)
+        shutil.copyfileobj(self._spool, self.stream)
+        self._spool.close()
+        self._spool = None
+        self.stream.write("</testsuites>\n")
