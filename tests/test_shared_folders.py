@@ -115,10 +115,12 @@ def test_the_temporary_folders_show_only_the_workers_own_paths(box: Box) -> None
         if shm_file is not None:
             os.unlink(shm_file[1])
     _mount_namespace_or_skip(result)
-    tmp = os.path.realpath(tempfile.gettempdir())
-    if tmp == "/tmp":
-        # Only the chain to the box (the worker's folder and its readable tree) is left.
-        assert result["shown"]["/tmp"] == [os.path.basename(box.base)]
+    # Only the chains to the worker's own paths are left (its folder, its readable tree, and
+    # whatever else the worker reads there: a checkout of the grader, a virtual environment).
+    wanted = [os.path.realpath(p) for p in (*box.policy().readable, box.workdir)]
+    allowed = {os.path.relpath(p, "/tmp").split(os.sep)[0] for p in wanted if p.startswith("/tmp/")}
+    assert os.path.basename(box.base) in allowed
+    assert set(result["shown"].get("/tmp", [])) <= allowed, result["shown"]
     assert os.path.basename(neighbour) not in result["shown"].get("/tmp", [])
     if shm_file is not None:
         assert os.path.basename(shm_file[1]) not in result["shown"].get("/dev/shm", [])

@@ -109,7 +109,8 @@ def _torch(call: Call, Q: np.ndarray, K: np.ndarray, V: np.ndarray, G: np.ndarra
     started = time.perf_counter()
     try:
         # Read through the Tensor class: a subclass may say anything of itself.
-        needs = bool(torch.Tensor.requires_grad.__get__(out))  # type: ignore[attr-defined]
+        # (getattr: the descriptor's type differs with and without torch's stubs for mypy.)
+        needs = bool(getattr(torch.Tensor, "requires_grad").__get__(out))
         if not needs:
             meta.update(status="no-gradient", none=list(INPUTS), reason="the output does not require grad: no autograd graph leads from Q, K or V to it")
             return out, meta, {}
