@@ -68,6 +68,19 @@ class _Listener:
         os.rmdir(self.folder)
 
 
+def _connect(path: str) -> str:
+    """"connected", or the name of the error that stopped the connection (2 s at most)."""
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.settimeout(2)
+    try:
+        client.connect(path)
+        return "connected"
+    except OSError as exc:
+        return type(exc).__name__
+    finally:
+        client.close()
+
+
 @pytest.mark.parametrize("only", [None, {"mount-namespace"}], ids=["all-layers", "mount-namespace"])
 def test_a_socket_in_a_private_folder_of_the_grading_user_is_out_of_reach(box: Box, only: set[str] | None) -> None:
     listener = _Listener()
@@ -75,16 +88,7 @@ def test_a_socket_in_a_private_folder_of_the_grading_user_is_out_of_reach(box: B
 
         def body() -> dict[str, Any]:
             layers = apply_isolation(box.policy(), only=only)
-            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            client.settimeout(2)
-            try:
-                client.connect(listener.path)
-                reached = "connected"
-            except OSError as exc:
-                reached = type(exc).__name__
-            finally:
-                client.close()
-            return {"layers": layers_json(layers), "reached": reached}
+            return {"layers": layers_json(layers), "reached": _connect(listener.path)}
 
         result = in_child(body)
     finally:
@@ -167,16 +171,7 @@ def test_an_unprivileged_grading_user_cannot_reach_its_own_socket(box: Box) -> N
                 os.setgid(nobody)
                 os.setuid(nobody)
             layers = apply_isolation(box.policy())
-            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            client.settimeout(2)
-            try:
-                client.connect(listener.path)
-                reached = "connected"
-            except OSError as exc:
-                reached = type(exc).__name__
-            finally:
-                client.close()
-            return {"layers": layers_json(layers), "reached": reached}
+            return {"layers": layers_json(layers), "reached": _connect(listener.path)}
 
         result = in_child(body)
     finally:
