@@ -7,11 +7,17 @@ neighbour's correct code; it only reads and prints, so it is harmless even if th
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
+from tests.test_hostile import MODES, _command, _env, _mode_unavailable
 
 VICTIM = '''\
 # NEIGHBOUR-SECRET-7f3a
@@ -58,6 +64,39 @@ def test_a_loose_file_cannot_read_or_run_its_neighbour(tmp_path: Path) -> None:
     assert not thief["passed"]
     assert "NEIGHBOUR-SECRET" not in done.stdout and "SUCCEEDED" not in done.stdout
     assert "a_victim.py" not in json.dumps(thief["output"]), thief["output"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_loose_file_cannot_read_its_neighbour_as_root_or_unprivileged(mode: str) -> None:
+    """The same attack through `grade` as the hostile suite runs it: with the test's privileges,
+    as a plain unprivileged uid in a user namespace, and with user namespaces forbidden (where
+    Landlock alone keeps the neighbours out)."""
+    reason = _mode_unavailable(mode)
+    if reason:
+        pytest.skip(reason)
+    # Not pytest's tmp_path (a 0700 folder): the unprivileged uid must be able to enter it.
+    base = Path(tempfile.mkdtemp(prefix="grader-neighbours-"))
+    try:
+        os.chmod(base, 0o755)
+        for name, text in (("a_victim.py", VICTIM), ("b_thief.py", THIEF)):
+            (base / name).write_text(text)
+            os.chmod(base / name, 0o644)
+        done = subprocess.run(
+            _command(mode, ["--no-cache", "--format", "json", str(base)], [base]),
+            cwd=ROOT, capture_output=True, text=True, timeout=180, env=_env(""),
+        )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert done.returncode == 1, done.stderr[-2000:]
+    by_name = {Path(s["path"]).name: s for s in json.loads(done.stdout)["submissions"]}
+    thief = by_name["b_thief.py"]
+    active = {layer["name"] for layer in thief["sandbox"] if layer["active"]}
+    if not active & {"landlock-fs", "mount-namespace"}:
+        pytest.skip(f"[{mode}] neither landlock-fs nor the mount namespace is active here")
+    assert by_name["a_victim.py"]["passed"]
+    assert not thief["passed"]
+    assert "NEIGHBOUR-SECRET" not in done.stdout and "SUCCEEDED" not in done.stdout
+    assert "listing failed" in thief["output"]["text"] and "reading failed" in thief["output"]["text"]
 
 
 def test_a_single_file_still_imports_its_own_helper_module(tmp_path: Path) -> None:
