@@ -57,6 +57,17 @@ def located(path: Path, name: str, **evidence: object) -> str | None:
         ("buggy/rank-scale-size2-torch.py", "scale-by-seq-len", "math.sqrt(d_k)"),
         ("buggy/rank-scale-shape2-einsum.py", "scale-by-seq-len", "Q.shape[2]"),
         ("buggy/rank-transpose01-torch.py", "batch-transpose", "k.transpose(0, 1)"),
+        # A softmax's axis wherever it is written: a module built elsewhere is located where it is
+        # built, a softmax given no dim where it is called.
+        ("buggy/rank-softmax-dim2-torch-module.py", "softmax-wrong-axis", "self.softmax = nn.Softmax(dim=2)"),
+        ("buggy/rank-softmax-dim2-torch-global.py", "softmax-wrong-axis", "softmax = nn.Softmax(dim=2)"),
+        ("buggy/rank-softmax-nodim-torch.py", "softmax-wrong-axis", "F.softmax(s)"),
+        ("buggy/rank-softmax-nodim-torch-dotted.py", "softmax-wrong-axis", "torch.nn.functional.softmax(scores)"),
+        ("buggy/rank-softmax-dim1-torch-positional.py", "softmax-wrong-axis", "torch.softmax(scores, 1)"),
+        ("buggy/rank-softmax-dim1-torch-method-positional.py", "softmax-wrong-axis", "scores.softmax(1)"),
+        ("buggy/rank-softmax-dim-m2-torch-method.py", "softmax-wrong-axis", "scores.softmax(dim=-2)"),
+        ("buggy/rank-softmax-axis1-jax.py", "softmax-wrong-axis", "jax.nn.softmax(s, axis=1)"),
+        ("buggy/rank-softmax-axis2-jax-lifted.py", "softmax-wrong-axis", "jax.nn.softmax(s, axis=2)"),
     ],
 )
 def test_the_line_of_each_mistake_is_found(path: str, name: str, fragment: str) -> None:
@@ -122,3 +133,41 @@ def test_a_missing_file_gives_no_location(tmp_path: Path) -> None:
 def test_the_fix_is_written_in_the_submissions_framework(path: str, name: str, fragment: str) -> None:
     (d,) = attach_locations(CORPUS / path, [Diagnosis.of(name, "measured")])
     assert fragment in d.fix
+
+
+@pytest.mark.parametrize(
+    ("code", "fragment"),
+    [
+        # Built with the axis by position, applied in another method.
+        ("import torch\nfrom torch import nn\n\nclass A(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+         "        self.sm = nn.Softmax(2)\n\n    def forward(self, q, k, v):\n        return self.sm(q @ k.mT) @ v\n", "nn.Softmax(2)"),
+        # Built with no dim: torch picks one from the rank.
+        ("import torch.nn as tnn\n\nSM = tnn.Softmax()\n\ndef attention(Q, K, V):\n    return SM(Q @ K.mT) @ V\n", "tnn.Softmax()"),
+        # Imported by its own name, given no axis: scipy then normalises the whole array.
+        ("from scipy.special import softmax\n\ndef attention(Q, K, V):\n    return softmax(Q @ K.swapaxes(-1, -2)) @ V\n", "softmax(Q @"),
+        ("from torch.nn.functional import softmax as sm\n\ndef attention(q, k, v):\n    return sm(q @ k.mT) @ v\n", "sm(q @"),
+        # A module's function takes the array first: torch.sum(e, 1) sums over axis 1.
+        ("import torch\n\ndef softmax(x, dim=-1):\n    return x.exp() / x.exp().sum(dim, keepdim=True)\n\n"
+         "def attention(q, k, v):\n    e = softmax(q @ k.mT).exp()\n    return e / torch.sum(e, 1, keepdim=True) @ v\n", "torch.sum(e, 1"),
+    ],
+    ids=["module-positional", "module-no-dim", "scipy-no-axis", "imported-no-dim", "module-function-positional"],
+)
+def test_a_softmax_axis_is_found_wherever_it_is_written(tmp_path: Path, code: str, fragment: str) -> None:
+    path = tmp_path / "sub.py"
+    path.write_text(code)
+    found = located(path, "softmax-wrong-axis")
+    assert found is not None and fragment in found
+
+
+def test_softmaxes_over_the_last_axis_are_not_the_location(tmp_path: Path) -> None:
+    # The last axis every way it is written, and no axis where the default is the last (a helper's
+    # own default, jax.nn.softmax): nothing here is the wrong axis.
+    path = tmp_path / "sub.py"
+    path.write_text(
+        "import jax\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
+        "def softmax(x, axis=-1):\n    return x.exp() / x.exp().sum(axis, keepdims=True)\n\n"
+        "class A(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.sm = nn.Softmax(dim=-1)\n\n"
+        "    def forward(self, q, k, v):\n        s = q @ k.mT\n"
+        "        return self.sm(s) + F.softmax(s, -1) + torch.softmax(s, dim=-1) + s.softmax(-1) + softmax(s) + jax.nn.softmax(s)\n"
+    )
+    assert located(path, "softmax-wrong-axis") is None

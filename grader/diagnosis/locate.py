@@ -20,7 +20,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from grader.diagnosis import fixes
+from grader.diagnosis import fixes, locate_softmax
+from grader.diagnosis.locate_softmax import axis_argument
+from grader.diagnosis.locate_softmax import call_name as _call_name
+from grader.diagnosis.locate_softmax import dotted as _dotted
+from grader.diagnosis.locate_softmax import number as _number
 from grader.diagnosis.model import Diagnosis, Location
 from grader.frameworks import parse_source
 from grader.notebook import NotebookSource
@@ -263,34 +267,6 @@ def _role(source: Source, node: ast.expr, depth: int = 0) -> str | None:
     return None
 
 
-def _call_name(node: ast.Call) -> str:
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return ""
-
-
-def _dotted(node: ast.expr) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _number(node: ast.expr) -> float | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _number(node.operand)
-        return -inner if inner is not None else None
-    return None
-
-
 def _size(source: Source, node: ast.expr, depth: int = 0) -> str | None:
     """d_k, T_q, T_k, d_v, shape0, shape1 for a size read from an input's shape, else None."""
     if depth > ALIAS_DEPTH:
@@ -447,38 +423,8 @@ def find_transpose(source: Source, d: Diagnosis) -> ast.AST | None:
     return candidates[0][1] if candidates else None
 
 
-def _axis_argument(node: ast.Call) -> ast.expr | None | str:
-    for keyword in node.keywords:
-        if keyword.arg in ("axis", "dim"):
-            return keyword.value
-    name = _call_name(node)
-    positional = 0 if isinstance(node.func, ast.Attribute) and name in ("sum", "max", "amax") and not _dotted(node.func).startswith(("np.", "numpy.")) else 1
-    if len(node.args) > positional:
-        return node.args[positional]
-    return "none"
-
-
 def find_wrong_axis(source: Source, d: Diagnosis) -> ast.AST | None:
-    whole = None
-    for node in _nodes(source, ast.Call):
-        name = _call_name(node)
-        if name not in ("sum", "max", "amax", "softmax", "logsumexp", "log_softmax"):
-            continue
-        axis = _axis_argument(node)
-        if axis == "none":
-            if whole is None and name == "sum":
-                whole = node
-            continue
-        if isinstance(axis, ast.Name):
-            axis = _resolve(source, axis)
-        value = _number(axis) if isinstance(axis, ast.expr) else None
-        if isinstance(axis, ast.Constant) and axis.value is None:
-            whole = whole or node
-        elif value is not None and value != -1:
-            return node
-        elif isinstance(axis, ast.Tuple):
-            return node
-    return whole
+    return locate_softmax.find_wrong_axis(_nodes(source, ast.Call), lambda n: _resolve(source, n), source.all_nodes)
 
 
 def find_softmax_missing(source: Source, d: Diagnosis) -> ast.AST | None:
@@ -499,7 +445,7 @@ def find_unstable(source: Source, d: Diagnosis) -> ast.AST | None:
         if not (isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Sub)):
             return node
         shift = arg.right
-        if isinstance(shift, ast.Call) and _call_name(shift) in ("max", "amax") and _axis_argument(shift) == "none":
+        if isinstance(shift, ast.Call) and _call_name(shift) in ("max", "amax") and axis_argument(shift) == "none":
             return node  # shifted by the maximum of the whole array
     return None
 
