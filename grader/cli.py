@@ -409,11 +409,44 @@ class _StoppedCommands:
 def _tolerant_output() -> None:
     """A character the terminal's encoding cannot write (a lone surrogate from a submission the
     reporters missed, a heat map glyph under an ASCII locale) is written as an escape: one
-    submission must never stop the report of the others."""
+    submission must never stop the report of the others. And a reader of stdout that goes away
+    (``grade -o junit=r.xml subs/ | head``) must not stop the run: the report files are still
+    written and the exit code is the grading's."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+    if not isinstance(sys.stdout, _UntilTheReaderLeaves):
+        sys.stdout = _UntilTheReaderLeaves(sys.stdout)
+
+
+class _UntilTheReaderLeaves:
+    """stdout that, once its reader has gone (a broken pipe), sends the rest to /dev/null, as the
+    signal module's documentation recommends, instead of raising in the middle of a report."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())
+        os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...: the stream's own
+        return getattr(self._stream, name)
 
 
 def inert(text: str) -> str:
