@@ -16,11 +16,11 @@ import socket
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
-from grader.sandbox.isolation import apply_isolation
+from grader.sandbox.isolation import Layer, apply_isolation
 from tests.test_isolation import Box, box, in_child, layers_json  # noqa: F401 - box is a fixture
 
 
@@ -81,21 +81,22 @@ def _connect(path: str) -> str:
         client.close()
 
 
-@pytest.mark.parametrize("only", [None, {"mount-namespace"}], ids=["all-layers", "mount-namespace"])
-def test_a_socket_in_a_private_folder_of_the_grading_user_is_out_of_reach(box: Box, only: set[str] | None) -> None:
-    listener = _Listener()
+def _assert_out_of_reach(isolate: Callable[[], list[Layer]], owner: int | None = None) -> None:
+    """A listener in a 0700 folder of ``owner``; a forked child runs ``isolate`` and then tries
+    to connect to it: it must not get through, and the listener must have seen no one."""
+    listener = _Listener(owner)
     try:
-
-        def body() -> dict[str, Any]:
-            layers = apply_isolation(box.policy(), only=only)
-            return {"layers": layers_json(layers), "reached": _connect(listener.path)}
-
-        result = in_child(body)
+        result = in_child(lambda: {"layers": layers_json(isolate()), "reached": _connect(listener.path)})
     finally:
         listener.close()
     _mount_namespace_or_skip(result)
     assert result["reached"] != "connected"
     assert listener.accepted == 0
+
+
+@pytest.mark.parametrize("only", [None, {"mount-namespace"}], ids=["all-layers", "mount-namespace"])
+def test_a_socket_in_a_private_folder_of_the_grading_user_is_out_of_reach(box: Box, only: set[str] | None) -> None:
+    _assert_out_of_reach(lambda: apply_isolation(box.policy(), only=only))
 
 
 def test_the_temporary_folders_show_only_the_workers_own_paths(box: Box) -> None:
@@ -159,23 +160,15 @@ def test_an_unprivileged_grading_user_cannot_reach_its_own_socket(box: Box) -> N
     permission bits of the user's 0700 folder do not stand in its way, only the view does. As
     root the test plays that user with uid 65534, owner of the folder."""
     nobody = 65534 if os.geteuid() == 0 else None
-    listener = _Listener(owner=nobody)
     for path in (box.base, box.workdir):
         if nobody is not None:
             os.chown(path, nobody, nobody)
-    try:
 
-        def body() -> dict[str, Any]:
-            if nobody is not None:
-                os.setgroups([])
-                os.setgid(nobody)
-                os.setuid(nobody)
-            layers = apply_isolation(box.policy())
-            return {"layers": layers_json(layers), "reached": _connect(listener.path)}
+    def as_the_user() -> list[Layer]:
+        if nobody is not None:
+            os.setgroups([])
+            os.setgid(nobody)
+            os.setuid(nobody)
+        return apply_isolation(box.policy())
 
-        result = in_child(body)
-    finally:
-        listener.close()
-    _mount_namespace_or_skip(result)
-    assert result["reached"] != "connected"
-    assert listener.accepted == 0
+    _assert_out_of_reach(as_the_user, owner=nobody)
