@@ -177,9 +177,9 @@ def test_a_request_larger_than_its_pipe_is_fed_by_a_thread(monkeypatch: pytest.M
     assert report.passed and report.worker_status == "completed"
 
 
-def test_the_caller_may_work_while_the_fork_server_forks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """on_waiting runs before the fork server is asked (early in a cold run it may still be
-    importing numpy), and the whole request is in its pipe by then: the worker never waits."""
+def test_the_request_is_in_its_pipe_before_the_fork_server_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole request is in its pipe before the fork server is asked (early in a cold run it
+    may still be importing numpy): the worker never waits for it."""
     import fcntl
     import termios
 
@@ -196,10 +196,10 @@ def test_the_caller_may_work_while_the_fork_server_forks(monkeypatch: pytest.Mon
     prepared = prepare()
     request = build_request((EXAMPLES / "correct.py").resolve(), "attention", prepared.probes, prepared.limits, {}, None)
     with ForkServer.start() as server:
-        run = runner.run_submission(EXAMPLES / "correct.py", "attention", prepared.probes, prepared.limits, prepared.sandbox, forkserver=server, on_waiting=lambda: seen.append(("waiting", 0)))
+        run = runner.run_submission(EXAMPLES / "correct.py", "attention", prepared.probes, prepared.limits, prepared.sandbox, forkserver=server)
     assert run.status == "completed" and run.load is not None and run.load.ok
-    assert [what for what, _ in seen] == ["waiting", "spawn"]
-    assert seen[1][1] > len(request) * 0.9  # the request, whole (its header names a temporary folder)
+    assert [what for what, _ in seen] == ["spawn"]
+    assert seen[0][1] > len(request) * 0.9  # the request, whole (its header names a temporary folder)
 
 
 def test_the_request_is_in_its_pipe_before_the_slot_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from contextlib import AbstractContextManager
-from typing import Any, Callable
+from typing import Any
 
 from grader.errors import SandboxError, SandboxUnavailable
 from grader.observation import (
@@ -268,15 +268,12 @@ def run_submission(
     how: dict[str, Any] | None = None,
     *,
     forkserver: ForkServer | ForkServers | None = None,
-    on_waiting: Callable[[], None] | None = None,
     slot: AbstractContextManager[Any] | None = None,
     alone: bool = False,
 ) -> WorkerRun:
     """Run one submission on ``probes`` in a fresh worker process (forked by ``forkserver`` when
     given and working: the server of the submission's framework, ``how["framework"]``, where
-    the run's ForkServers has one, else the NumPy server; see forkserver.py); ``on_waiting`` is
-    called once the request is built and this thread has
-    nothing left to do but wait (for the fork server, then the worker), and ``slot`` (a
+    the run's ForkServers has one, else the NumPy server; see forkserver.py); ``slot`` (a
     semaphore) is held while the worker lives. Raises SandboxError only when the
     worker cannot be started at all, and
     SandboxUnavailable in strict mode when the worker lacked a guarantee (it then never loaded
@@ -300,7 +297,7 @@ def run_submission(
             # every step after the slot waits for the interpreter lock (the other threads judge
             # meanwhile), so nothing that can be done before it is left after it.
             with slot if slot is not None else contextlib.nullcontext():
-                run = _start_and_collect(pipes, workdir, limits, forkserver, on_waiting, str((how or {}).get("framework") or "numpy"))
+                run = _start_and_collect(pipes, workdir, limits, forkserver, str((how or {}).get("framework") or "numpy"))
         finally:
             pipes.close()
     finally:
@@ -366,15 +363,13 @@ class _Pipes:
             os.close(self.open.pop())
 
 
-def _start_and_collect(pipes: _Pipes, workdir: str, limits: WorkerLimits, forkserver: ForkServer | ForkServers | None, on_waiting: Callable[[], None] | None, framework: str = "numpy") -> WorkerRun:
+def _start_and_collect(pipes: _Pipes, workdir: str, limits: WorkerLimits, forkserver: ForkServer | ForkServers | None, framework: str = "numpy") -> WorkerRun:
     """Start the worker (forked, or a fresh interpreter) on ``pipes`` and collect its run;
     whatever happens, its process group is killed before this returns."""
     env = {**BASE_ENV, "HOME": workdir, "TMPDIR": workdir}
     # From here this thread waits: for the fork server (still importing numpy, or torch or JAX
     # for the first submission of a framework), then for the worker. The caller's own work may
     # run meanwhile.
-    if on_waiting is not None:
-        on_waiting()
     servers = ForkServers.of(forkserver) if isinstance(forkserver, ForkServer) else forkserver
     try:
         proc: subprocess.Popen[bytes] | ForkedWorker | None = None
