@@ -49,6 +49,7 @@ from grader.diagnosis.locate import attach_locations
 from grader.discover import Submission, TooLarge
 from grader.errors import GraderEnvironmentError, GraderError
 from grader.frameworks import compile_allowance
+from grader.jax_cache import JaxCompileCache
 from grader.notebook import remap_run
 from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, WorkerRun
 from grader.prepare import Prepared
@@ -163,12 +164,13 @@ def _in_parallel(
     """run() with a pool of threads and ``jobs`` worker slots, granted in submission order."""
     stopping = threading.Event()
     slots = Slots(jobs, stopping)
+    compiled = JaxCompileCache()  # filled when the first JAX submission needs it, if one does
 
     def work(index: int, ticket: Ticket) -> Graded:
         try:
             if stopping.is_set():
                 raise futures.CancelledError
-            observed = observe_one(submissions[index], prepared, forkserver, slot=ticket)
+            observed = observe_one(submissions[index], prepared, forkserver, slot=ticket, compiled=compiled)
         finally:
             ticket.settle()
         return judge_one(observed, prepared)  # without the slot: the next worker starts meanwhile
@@ -191,6 +193,7 @@ def _in_parallel(
             if forkserver is not None:
                 forkserver.close()  # kills every running worker's process group
         pool.shutdown(wait=True, cancel_futures=True)  # results that arrive now are dropped
+        compiled.close()
 
 
 def grade_one(submission: Submission, prepared: Prepared, forkserver: ForkServer | ForkServers | None = None) -> Graded:
@@ -203,13 +206,14 @@ def observe_one(
     prepared: Prepared,
     forkserver: ForkServer | ForkServers | None,
     slot: AbstractContextManager[Any] | None = None,
+    compiled: JaxCompileCache | None = None,
 ) -> Observed | Graded:
     """What observe() saw of ``submission``, or its finished (uncacheable) report when there is
     nothing to run or the grader failed on it."""
     if submission.file is None:
         return Graded(error_report(Path(submission.label), prepared, submission.error or "nothing to grade"), False)
     try:
-        return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, slot=slot, alone=submission.loose)
+        return observe(submission.file, prepared, root=submission.folder, forkserver=forkserver, slot=slot, alone=submission.loose, compiled=compiled)
     except GraderEnvironmentError as exc:  # not graded, not cached; the run exits 2 (see cli)
         return Graded(error_report(submission.file, prepared, str(exc), environment=True), False)
     except GraderError as exc:
@@ -226,10 +230,12 @@ def observe(
     forkserver: ForkServer | ForkServers | None = None,
     slot: AbstractContextManager[Any] | None = None,
     alone: bool = False,
+    compiled: JaxCompileCache | None = None,
 ) -> Observed:
     """Run one submission file (.py or notebook) in a worker (forked by ``forkserver`` if given)
     and collect what it did; ``slot`` is held while the worker lives (see run_submission);
-    ``alone``: the worker may read the file but not its folder (one of many in a batch folder).
+    ``alone``: the worker may read the file but not its folder (one of many in a batch folder);
+    ``compiled``: a batch's JAX compile cache, filled for the first JAX submission that comes.
     Nothing here compares anything with the references. Raises SandboxError when no worker can
     run it (for example --strict-sandbox without isolation)."""
     submission = prepare_submission(path, prepared.framework, root)
@@ -241,6 +247,8 @@ def observe(
         shapes = {(p.Q.shape, p.K.shape, p.V.shape, None if p.mask is None else p.mask.shape) for p in prepared.probes}
         limits = replace(limits, startup_s=FRAMEWORK_STARTUP_S, timeout_s=limits.timeout_s + compile_allowance(submission.framework, len(shapes)))
         sandbox = replace(sandbox, processes=max(sandbox.processes, FRAMEWORK_PROCESSES))
+        if submission.framework == "jax" and compiled is not None:
+            sandbox = replace(sandbox, compiled=compiled.folder(prepared.probes))
     run = run_submission(path, prepared.function, prepared.probes, limits, sandbox, submission.request(), forkserver=forkserver, slot=slot, alone=alone)
     problem = environment_problem(path, run.load, (str(root or path.resolve().parent), *hidden_paths(sandbox.hidden)))
     if problem is not None:

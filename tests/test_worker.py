@@ -101,6 +101,7 @@ def test_the_worker_never_imports_the_reference_implementation() -> None:
         "grader",
         "grader.frameworks",
         "grader.sandbox",
+        "grader.sandbox.compile_cache",  # points JAX at the batch's compile cache, read-only
         "grader.sandbox.forms",
         "grader.sandbox.gradients",  # asks autograd for gradients; knows no reference gradient
         "grader.sandbox.isolation",

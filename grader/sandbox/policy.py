@@ -44,6 +44,8 @@ class SandboxSettings:
     # still stopping a fork storm; a worker itself needs one process.
     processes: int = 64
     open_files: int = 256
+    # A batch's JAX compile cache (grader.jax_cache): one more read-only path of a JAX worker.
+    compiled: str | None = None
 
 
 def hidden_paths(extra: Iterable[str | Path] = ()) -> tuple[str, ...]:
@@ -107,6 +109,8 @@ def request_meta(
     readable = readable_paths(submission, () if alone else folders)
     if alone:
         readable = tuple(p for p in readable if p != str(submission.parent))
+    if settings.compiled is not None:
+        readable += (settings.compiled,)
     return {
         "workdir": workdir,
         "readable": list(readable),
@@ -116,4 +120,5 @@ def request_meta(
         "open_files": settings.open_files,
         "layers": None if settings.layers is None else sorted(settings.layers),
         "require": list(GUARANTEES) if settings.strict else [],
+        "compiled": settings.compiled,
     }

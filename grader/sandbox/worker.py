@@ -39,6 +39,7 @@ from grader.frameworks import relative_limits, worker_adapter
 from grader.sandbox.forms import MASK_NAMES, call_arguments, import_submission, search_path
 from grader.sandbox.gradients import framework_of, with_gradients
 from grader.sandbox.isolation import LAYER_NAMES, Layer, Policy, apply_isolation, forked_as_namespace_init, missing_guarantees, relay_exit, run_as_namespace_init, run_in_pid_namespace
+from grader.sandbox.compile_cache import open_compile_cache
 from grader.sandbox.protocol import decode, encode
 
 # The folder BOOT put first on sys.path to import this package (see runner.WORKER_BOOT).
@@ -352,6 +353,9 @@ def main(argv: list[str]) -> int:
             adapt = worker_adapter(framework)
         except BaseException as exc:  # noqa: BLE001 - a broken install is this submission's load error
             failure = exc
+        else:
+            cache = open_compile_cache(meta["sandbox"].get("compiled"), layers) if framework == "jax" else None
+            layers += [cache] if cache is not None else []
         limited = isolate({**meta, "limits": relative_limits(meta["limits"])}, only_limits=True)
         layers = [next((l for l in limited if l.name == "rlimits"), layer) if layer.name == "rlimits" else layer for layer in layers]
     # Sent before the submission runs, so the first sandbox message is always the worker's own.
