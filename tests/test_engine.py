@@ -12,7 +12,7 @@ import pytest
 
 from grader.api import Prepared
 from grader.checks import run_checks
-from grader.diagnosis.catalogue import REFERENCE, Variant, all_variants
+from grader.diagnosis.catalogue import REFERENCE, Variant, all_variants, tier
 from grader.diagnosis.engine import diagnose
 from grader.diagnosis.model import Diagnosis
 from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, WorkerRun
@@ -40,6 +40,69 @@ TWO_OR_FEWER = [v for v in all_variants() if len(v.deviations) <= 2]
 @pytest.mark.parametrize("variant", TWO_OR_FEWER, ids=[f"{v.label()}[{'|'.join(o.name for o in v.deviations)}]" for v in TWO_OR_FEWER])
 def test_each_catalogue_variant_is_named_exactly(prepared: Prepared, variant: Variant) -> None:
     assert errors(prepared, variant) == sorted(named_mistakes(variant, prepared.probes))
+
+
+# Every variant with four mistakes (the common ones: see catalogue.MOST_MISTAKES) is named exactly too.
+FOUR = list(tier(4))
+
+
+@pytest.mark.parametrize("variant", FOUR, ids=[f"{v.label()}[{'|'.join(o.name for o in v.deviations)}]" for v in FOUR])
+def test_each_variant_with_four_mistakes_is_named_exactly(prepared: Prepared, variant: Variant) -> None:
+    assert errors(prepared, variant) == sorted(named_mistakes(variant, prepared.probes))
+
+
+def test_four_mistakes_need_every_smaller_combination_in_the_catalogue() -> None:
+    """A variant of four is tried only after every variant of three: each three of its mistakes
+    must be a variant too, or a group explained by three would pick a fourth nothing shows."""
+    three = {frozenset(v.deviations) for v in tier(3)}
+    for variant in FOUR:
+        for left_out in variant.deviations:
+            assert frozenset(o for o in variant.deviations if o is not left_out) in three, variant.label()
+
+
+def _half(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+    q, k, v = (x.astype(np.float16) for x in (Q, K, V))
+    s = q @ np.swapaxes(k, -1, -2) / np.float16(np.sqrt(Q.shape[-1]))
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+
+def test_half_precision_beyond_the_tolerance_is_the_failing_reduced_precision(prepared: Prepared) -> None:
+    run = observe(prepared.probes, _half)
+    found = run_engine(prepared, run)
+    assert [(d.name, d.severity) for d in found] == [("reduced-precision", "error")]
+    d = found[0]
+    assert d.evidence["dtype"] == ["float16"] and d.evidence["probes_beyond_tolerance"] > 0
+    assert 0 < d.evidence["epsilon_units"] <= 8 and "float16" in d.message and ".half()" in d.fix
+    failed = {c.id for c in run_checks(prepared.suite.for_framework("numpy"), prepared.refs, run, prepared.probes) if c.outcome == "failed"}
+    assert failed and set(d.checks) == failed  # it explains every failed check
+
+
+def test_half_precision_widened_to_float64_is_named_from_the_float16_grid(prepared: Prepared) -> None:
+    found = run_engine(prepared, observe(prepared.probes, lambda Q, K, V: _half(Q, K, V).astype(np.float64)))
+    assert [(d.name, d.severity) for d in found] == [("reduced-precision", "error")]
+    assert found[0].evidence["dtype"] == ["float64"] and "float16 grid" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda out: out + 1e-3,  # an offset as small as float16 rounding, of one sign
+        lambda out: out * (1 - 1e-3),  # a steady factor, as an epsilon in a denominator gives
+        lambda out: out + 1e-2 * np.sin(np.arange(out.size).reshape(out.shape)),  # both signs, too large
+    ],
+    ids=["offset", "factor", "too-large"],
+)
+def test_small_float64_differences_no_rounding_explains_stay_a_values_mismatch(prepared: Prepared, change: Impl) -> None:
+    found = run_engine(prepared, observe(prepared.probes, lambda Q, K, V: change(REFERENCE(Q, K, V))))
+    assert [d.name for d in found] == ["values-mismatch"]
+
+
+def test_an_integer_result_is_truncation_never_reduced_precision(prepared: Prepared) -> None:
+    for dtype in (np.int64, np.int32, np.int16):
+        found = run_engine(prepared, observe(prepared.probes, lambda Q, K, V: REFERENCE(Q, K, V).astype(dtype)))
+        assert [d.name for d in found] == ["integer-truncation"], dtype
+        assert f"returns {np.dtype(dtype).name} arrays" in found[0].message
 
 
 def test_float32_reference_is_at_most_a_warning(prepared: Prepared) -> None:

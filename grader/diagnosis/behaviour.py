@@ -3,7 +3,9 @@
 * input-mutated: the worker sends back Q, K and V as they were after the call;
 * nondeterministic: some probes are called twice on fresh copies of the same inputs;
 * reduced-precision (a warning): the result is narrower than float64, or differs from the float64
-  reference by more than float64 rounding while staying within the tolerance.
+  reference by more than float64 rounding while staying within the tolerance;
+* reduced-precision (the failing mistake): differences beyond the tolerance that are all the size
+  and the shape of half-precision rounding, with the dtype or the float16 grid as evidence.
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ from grader.suite import Tolerance
 # float64 arithmetic on these sizes differs from the exact result by ~1e-15; single precision by
 # ~1e-7. Anything between the two within the tolerance is single-precision rounding.
 DOUBLE_ROUNDING = 1e-10
+# Beyond the tolerance, rounding explains a difference of at most this many units of the narrow
+# type's epsilon, times the largest reference value of the row. Attention done wholly in float16
+# (inputs, scores, softmax and output) stays within 2 on the suite's sizes; a constant offset of
+# 0.01 is ~90 units, noise of 1e-3 ~20, a scale of 1/sqrt(d_k + 0.1) ~14.
+ROUNDING_UNITS = 8.0
+HALF = np.dtype(np.float16)
 
 
 def input_mutated(probes: dict[str, Probe], observations: dict[tuple[str, int], Observation], failed: tuple[str, ...]) -> Diagnosis | None:
@@ -135,6 +143,68 @@ def reduced_precision(probes: dict[str, Probe], observed: dict[str, Observation]
     if within and worst > DOUBLE_ROUNDING and any(_looks_rounded(a, e) for a, e in doubles):
         return Diagnosis.of("reduced-precision", f"returns float64, but differs from the float64 reference by up to {worst:.3g}: the size of single-precision rounding (within the tolerance)", {"dtype": ["float64"], "max_abs_diff": worst})
     return None
+
+
+def rounding_beyond_tolerance(probes: dict[str, Probe], observed: dict[str, Observation], tolerances: dict[str, Tolerance], failed: tuple[str, ...]) -> Diagnosis | None:
+    """reduced-precision as the failing mistake, when rounding to a narrow float is the only
+    explanation of differences beyond the tolerance: every probe returns a float array of the
+    reference's shape, finite where it is, within ROUNDING_UNITS of the narrow type's epsilon
+    (relative to the row); some probe is beyond the tolerance; and the precision is evidenced by
+    the dtype (float16, float32), by float64 values on the float16 grid, or, for float64 values off
+    any grid, by differences of both signs that vary within each row (no offset, no steady factor
+    as an epsilon or a scale gives). Integer results are never rounding: that is truncation."""
+    if not observed:
+        return None
+    narrow: set[str] = set()
+    on_half_grid, balance, steady = True, [], False
+    worst, worst_units, beyond = 0.0, 0.0, []
+    with np.errstate(all="ignore"):
+        for name, obs in observed.items():
+            array, probe = _array(obs), probes[name]
+            if array is None or array.dtype.kind != "f":
+                return None  # raised, returned no array, or an integer one: no rounding explains it
+            expected = _reference(probe)
+            if array.shape != expected.shape:
+                return None
+            a = array.astype(np.float64)
+            if not np.array_equal(np.isfinite(a), np.isfinite(expected)):
+                return None
+            tolerance = tolerances[name]
+            diff = np.where(np.isfinite(expected), np.abs(a - expected), 0.0)
+            if bool(np.all(diff <= tolerance.atol + tolerance.rtol * np.abs(np.where(np.isfinite(expected), expected, 0.0)))):
+                continue
+            beyond.append(name)
+            eps = float(np.finfo(array.dtype if array.dtype.itemsize < 8 else HALF).eps)
+            if array.dtype.itemsize < 8:
+                narrow.add(str(array.dtype))
+            else:
+                finite = a[np.isfinite(a)]
+                on_half_grid = on_half_grid and bool(np.mean(finite.astype(HALF).astype(np.float64) == finite) > 0.9)
+                signed = (a - expected)[diff > 0]
+                balance.append(float(abs(signed.mean()) / np.abs(signed).mean()) if signed.size else 0.0)
+                steady = steady or not _looks_rounded(a, expected)
+            row = np.max(np.abs(np.where(np.isfinite(expected), expected, 0.0)), axis=-1, keepdims=True)
+            units = float(np.max(diff / (eps * np.maximum(row, 1e-12))))
+            if units > ROUNDING_UNITS:
+                return None
+            worst, worst_units = max(worst, float(diff.max())), max(worst_units, units)
+    if not beyond:
+        return None
+    if narrow:
+        kinds = ", ".join(sorted(narrow))
+        how = f"returns {kinds} arrays"
+    elif on_half_grid:
+        kinds, how = "float16", "returns float64 values that lie on the float16 grid (computed in half precision, then widened)"
+    elif float(np.median(balance)) < 0.5 and not steady:
+        kinds, how = "float16", "returns float64, but differs from the reference by rounding-sized amounts of both signs that vary within each row, as half-precision steps leave them"
+    else:
+        return None
+    message = (
+        f"{how}; largest difference from the float64 reference {worst:.3g} ({worst_units:.2g} times {kinds}'s epsilon relative to the row), "
+        f"beyond the tolerance on {len(beyond)} of {len(observed)} probes ({beyond[0]} first); no known mistake explains it, {kinds} rounding does"
+    )
+    evidence: dict[str, Any] = {"dtype": sorted(narrow) or ["float64"], "precision": kinds, "max_abs_diff": worst, "epsilon_units": round(worst_units, 3), "probes_beyond_tolerance": len(beyond), "probe": beyond[0]}
+    return Diagnosis.of("reduced-precision", message, evidence, failed, severity="error")
 
 
 def _looks_rounded(array: np.ndarray, expected: np.ndarray) -> bool:

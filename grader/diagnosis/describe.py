@@ -465,7 +465,7 @@ def log_weights(ev: Evidence, option: Option, names: list[str], failed: Failed) 
 
 def mask_unasked(ev: Evidence, option: Option, names: list[str], failed: Failed) -> Diagnosis:
     candidates = [n for n in _weights_probes(ev, names) if min(ev.probes[n].Q.shape[-2], ev.probes[n].K.shape[-2]) >= 2]
-    evidence: dict[str, Any] = {"reproduced_by": f"a {option.name} mask"}
+    evidence: dict[str, Any] = {"reproduced_by": "a causal mask" + (" on the weights after the softmax" if option.apply == "causal-after" else "")}
     message = f"reproduced on every probe by the reference that {option.describe}"
     if candidates:
         name = sorted(candidates, key=lambda n: (ev.probes[n].fresh, -ev.probes[n].K.shape[-2]))[0]

@@ -13,7 +13,8 @@ The order of questions, each answered from evidence:
 4. A group that no variant explains is a crash, a bad return or a values mismatch, with its numbers; fresh
    inputs that fail while every stored case passes are a hard-coded submission.
 5. What the catalogue cannot replay is seen directly: inputs changed in place, two calls that
-   disagree, single-precision results (a warning).
+   disagree, single-precision results (a warning), and differences beyond the tolerance that
+   only half-precision rounding explains (reduced-precision, then the failing mistake).
 
 Nothing here reads the submission's source: a location is attached afterwards (see ``locate``),
 and only to a diagnosis the evidence already produced.
@@ -115,10 +116,17 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
         if not any(known.name == d.name for known in diagnoses):
             diagnoses.append(d)
     diagnoses = with_gradient_norms(diagnoses, gradients)
+    if failed and all(d.name == "values-mismatch" for d in diagnoses if d.severity == "error"):
+        # Differences no known mistake explains may be rounding to half precision: then that is
+        # the mistake, and it explains the failed checks (a warning alone would leave them unexplained).
+        rounding = behaviour.rounding_beyond_tolerance(by_name, observed, {n: tolerance_for(p, suite.tolerance) for n, p in by_name.items()}, failed)
+        if rounding is not None:
+            diagnoses = [d for d in diagnoses if d.name != "values-mismatch"] + [rounding]
     if failed and not any(d.severity == "error" for d in diagnoses):
         diagnoses.append(_unexplained_checks(checks, failed))
     precision = behaviour.reduced_precision(by_name, observed, suite.tolerance)
-    if precision is not None and (precision.evidence["dtype"] != ["float64"] or not any(d.severity == "error" for d in diagnoses)):
+    named = any(d.name == "reduced-precision" for d in diagnoses)
+    if precision is not None and not named and (precision.evidence["dtype"] != ["float64"] or not any(d.severity == "error" for d in diagnoses)):
         diagnoses.append(precision)
     return _apply_severity(suite, diagnoses)
 

@@ -1,0 +1,9 @@
+# Bug: right in float64, then the result is cast to int64: an integer result, not reduced precision.
+import numpy as np
+
+
+def attention(Q, K, V):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    w = e / e.sum(axis=-1, keepdims=True)
+    return (w @ V).astype(np.int64)
