@@ -8,7 +8,8 @@ For each framework: 40 submissions written in that framework (half correct, half
 bugs: dividing by d_k instead of its square root, and ``.T`` on a batched key tensor), in several
 styles, in a temporary folder. They are graded by ``grade --no-cache --quiet --format json -o
 json=FILE`` in one process, default --jobs (the workers are forked from the framework's fork
-server), against one ``python -m pytest`` run per submission of a ten-test module written in the
+server; from the third JAX submission on, JAX workers read the batch's compile cache, whose
+filling counts in the batch's time), against one ``python -m pytest`` run per submission of a ten-test module written in the
 same framework (each test loads the submission and compares it with a reference implementation
 in that framework). The pytest loop is sampled after each timed batch, so both sides share the
 minutes of this (shared) machine; its mean counts for every submission.
@@ -381,6 +382,7 @@ class Measured:
     passed: int
     failed: int
     forked: int  # submissions whose worker was forked from the framework's server
+    cached: int  # JAX submissions whose worker read the batch's compile cache
 
     @property
     def batch_s(self) -> float:
@@ -408,6 +410,7 @@ def measure(framework: str, work: Path, env: dict[str, str], batches: int, pytes
         pytest_times += pytest_loop(sampled[turn * share : (turn + 1) * share], work, framework, env)
     doc = json.loads(out.read_text())
     forked = sum(any(layer["name"] == "fork-server" and layer["active"] for layer in sub["sandbox"]) for sub in doc["submissions"])
+    cached = sum(any(layer["name"] == "compile-cache" and layer["active"] for layer in sub["sandbox"]) for sub in doc["submissions"])
     return Measured(
         count=len(files),
         batch_times=batch_times,
@@ -417,6 +420,7 @@ def measure(framework: str, work: Path, env: dict[str, str], batches: int, pytes
         passed=doc["summary"]["passed"],
         failed=doc["summary"]["failed"],
         forked=forked,
+        cached=cached,
     )
 
 
@@ -441,7 +445,8 @@ def main() -> None:
             got = measure(framework, Path(tmp), env, args.batches, args.pytest_runs)
             n, ratio, target = got.count, got.pytest_s / got.batch_s, TARGETS[framework]
             times = got.batch_times
-            print(f"{framework}: batch of {n} submissions ({got.passed} passed, {got.failed} failed; {got.forked} forked from the {framework} server), --jobs {jobs}:")
+            print(f"{framework}: batch of {n} submissions ({got.passed} passed, {got.failed} failed; {got.forked} forked from the {framework} server"
+                  + (f", {got.cached} read the batch's compile cache" if framework == "jax" else "") + f"), --jobs {jobs}:")
             print(f"  grade:           {got.batch_s:7.2f} s  {1000 * got.batch_s / n:7.1f} ms/submission"
                   + (f"  (median of {len(times)}: {', '.join(f'{t:.2f}' for t in times)} s)" if len(times) > 1 else ""))
             print(f"  grade CPU time:  {got.cpu_s:7.2f} s  ({1000 * got.cpu_s / n:.0f} ms per submission, {got.cpu_s / got.batch_s:.2f} CPUs busy)")
