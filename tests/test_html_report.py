@@ -272,3 +272,13 @@ def test_source_excerpt_is_guarded(tmp_path: Path) -> None:
     link.symlink_to(source)
     assert html.source_excerpt(Location(str(link), 10, "x10 = 10")) is None  # not followed
     assert html.source_excerpt(Location(str(source), 1, "x1 = 1", cell=2)) is None  # a notebook's cell
+
+
+def test_backticks_of_the_grader_s_prose_become_code_and_a_candidate_s_stay_text(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    section = text[text.index('id="s1"') : text.index('id="s2"')]
+    assert "`" not in re.sub(r"<pre.*?</pre>", "", section, flags=re.S)  # no backtick shown literally
+    assert "<code>" in section
+    # Escaped first, then set as code: markup between backticks stays text.
+    assert str(html._code_spans("a `<b>x</b>` & `y`")) == "a <code>&lt;b&gt;x&lt;/b&gt;</code> &amp; <code>y</code>"
+    assert str(html._code_spans("one ` alone <i>")) == "one ` alone &lt;i&gt;"
