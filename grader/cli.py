@@ -9,7 +9,7 @@ import secrets
 import shlex
 import sys
 from contextlib import closing
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -209,7 +209,11 @@ def check_command(
     # import) runs meanwhile. Torch's and JAX's start with the first submission that needs one.
     server = ForkServers.start()
     try:
-        code = _grade(list(paths), specs, server, options, candidate=candidate, pattern=pattern, fmt=fmt, jobs=jobs, quiet=quiet, verbose=verbose, audience=audience, no_cache=no_cache, cache_dir=cache_dir, suite_path=suite_path, commands=commands, roster=roster, feedback=feedback, shard=shard)
+        request = _Request(
+            list(paths), specs, options, candidate=candidate, pattern=pattern, fmt=fmt, jobs=jobs, quiet=quiet, verbose=verbose, audience=audience,
+            no_cache=no_cache, cache_dir=cache_dir, suite_path=suite_path, roster=roster, feedback=feedback, shard=shard,
+        )
+        code = _grade(request, server, commands)
     finally:
         commands.resume()  # also when grading failed: the runner must not stay deaf to the next steps
         server.close()
@@ -218,9 +222,32 @@ def check_command(
     sys.exit(code)
 
 
-def _grade(paths: list[Path], specs: list[OutputSpec], server: ForkServers | None, options: Options, *, candidate: bool, pattern: str | None, fmt: str, jobs: int | None, quiet: bool, verbose: bool = False, audience: str = "reviewer", no_cache: bool, cache_dir: Path | None, suite_path: Path | None, commands: _StoppedCommands, roster: Roster | None = None, feedback: FeedbackWriter | None = None, shard: Shard | None = None) -> ExitCode:
-    suite = load_suite(suite_path) if suite_path else load_default_suite()
-    found = discover(paths, Rule(function=options.function or suite.function, pattern=pattern, entry=suite.entry), candidate=candidate)
+@dataclass(frozen=True)
+class _Request:
+    """What `grade check` was asked to do, its options read and checked."""
+
+    paths: list[Path]
+    specs: list[OutputSpec]  # the -o files, each checked writable
+    options: Options  # what prepare() takes: function, limits, strict sandbox, framework
+    candidate: bool = False
+    pattern: str | None = None  # --submission-file
+    fmt: str = "text"
+    jobs: int | None = None
+    quiet: bool = False
+    verbose: bool = False
+    audience: str = "reviewer"
+    no_cache: bool = False
+    cache_dir: Path | None = None
+    suite_path: Path | None = None
+    roster: Roster | None = None
+    feedback: FeedbackWriter | None = None
+    shard: Shard | None = None
+
+
+def _grade(request: _Request, server: ForkServers | None, commands: _StoppedCommands) -> ExitCode:
+    options, specs, fmt, shard, quiet = request.options, request.specs, request.fmt, request.shard, request.quiet
+    suite = load_suite(request.suite_path) if request.suite_path else load_default_suite()
+    found = discover(request.paths, Rule(function=options.function or suite.function, pattern=request.pattern, entry=suite.entry), candidate=request.candidate)
     # --shard: this job's slice, by path (grader.shard). Each report keeps its place among all
     # the submissions found, by which `grade merge` puts the shards back in order.
     places = shard.select([s.label for s in found]) if shard is not None else list(range(len(found)))
@@ -230,23 +257,24 @@ def _grade(paths: list[Path], specs: list[OutputSpec], server: ForkServers | Non
     if options.strict_sandbox:
         _require_isolation()
     prepared = prepare(suite, options)
-    cache = None if no_cache else ResultCache.for_run(prepared, cache_dir)
+    cache = None if request.no_cache else ResultCache.for_run(prepared, request.cache_dir)
     info = RunInfo(
-        prepared.suite.name, prepared.suite.max_score_for(prepared.framework), quiet=quiet, verbose=verbose, audience="candidate" if audience == "candidate" else "reviewer", roster=roster,
+        prepared.suite.name, prepared.suite.max_score_for(prepared.framework), quiet=quiet, verbose=request.verbose,
+        audience="candidate" if request.audience == "candidate" else "reviewer", roster=request.roster,
         discovered=len(found), shard=str(shard) if shard is not None else None, suite_fingerprint=prepared.suite.fingerprint(),
     )
     tally = _Tally()
     interrupted = False
     # Every sink made now (a report file's temporary file too), each report handed to all of
     # them as it is known and then dropped (grader.report.sinks).
-    with _open_sinks(fmt, specs, info, feedback) as sinks:
+    with _open_sinks(fmt, specs, info, request.feedback) as sinks:
         # One submission has no bar; a batch's bar shares the text report's console, so the reports
         # print above it and none starts on its last line.
         bar = None if quiet or len(submissions) <= 1 or os.environ.get("CI") or not sys.stdout.isatty() else _progress(len(submissions), getattr(sinks.stdout, "console", None))
         if bar is not None:
             bar.start()
         try:
-            with closing(run(submissions, prepared, jobs=jobs or default_jobs(), cache=cache, forkserver=server)) as results:
+            with closing(run(submissions, prepared, jobs=request.jobs or default_jobs(), cache=cache, forkserver=server)) as results:
                 for index, report in results:
                     tally.add(report)
                     sinks.add(index, replace(report, extra={**report.extra, INDEX: places[index]}))
