@@ -195,13 +195,7 @@ def check_command(
     for spec in specs:
         check_writable(spec.path)  # before grading: a bad output path must not cost a whole batch
     roster = _roster(roster_path, fmt, specs)
-    feedback = None
-    if feedback_dir is not None:
-        prepare_folder(feedback_dir)
-        # The candidate's view unless the reviewer's is asked for by name: a default must not
-        # send expected values to candidates.
-        asked = click.get_current_context().get_parameter_source("audience") is not click.core.ParameterSource.DEFAULT
-        feedback = FeedbackWriter(feedback_dir, "reviewer" if asked and audience == "reviewer" else "candidate")
+    feedback = _feedback(feedback_dir, audience)
     options = Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox, framework=framework)
     _tolerant_output()
     commands = _StoppedCommands.begin(fmt)  # before anything reads a candidate's files
@@ -345,7 +339,10 @@ def _finish(sinks: Sinks, tally: _Tally, fmt: str, quiet: bool, commands: _Stopp
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="What to print on stdout.")
 @click.option("--output", "-o", "outputs", multiple=True, metavar="FMT=PATH", help="Also write a report file in FMT (repeatable), e.g. -o csv=gradebook.csv.")
 @click.option("--quiet", "-q", is_flag=True, help="The text report gives one line per submission.")
-def merge_command(reports: tuple[Path, ...], fmt: str, outputs: tuple[str, ...], quiet: bool) -> None:
+@click.option("--audience", type=click.Choice(("reviewer", "candidate")), default="reviewer", show_default=True, help="candidate: what a candidate may see, in every format (as for grade check).")
+@click.option("--feedback", "feedback_dir", type=click.Path(path_type=Path), metavar="DIR", help="Also write one Markdown file per submission into DIR, the candidate's view unless --audience reviewer is given.")
+@click.option("--roster", "roster_path", type=click.Path(path_type=Path), metavar="FILE.csv", help="Join this roster into the CSV gradebook (as for grade check).")
+def merge_command(reports: tuple[Path, ...], fmt: str, outputs: tuple[str, ...], quiet: bool, audience: str, feedback_dir: Path | None, roster_path: Path | None) -> None:
     """Merge the JSON reports of shards into the reports of one run.
 
     REPORTS are JSON reports of `grade --shard I/N` (or of whole runs) over the same submissions.
@@ -367,24 +364,29 @@ def merge_command(reports: tuple[Path, ...], fmt: str, outputs: tuple[str, ...],
     specs = [parse_output(text) for text in outputs]
     for spec in specs:
         check_writable(spec.path)
+    roster = _roster(roster_path, fmt, specs)
+    feedback = _feedback(feedback_dir, audience)
     _tolerant_output()
     commands = _StoppedCommands.begin(fmt)  # before anything of a candidate is read
     try:
-        code = _merge(list(reports), specs, fmt, quiet, commands)
+        code = _merge(list(reports), specs, fmt, quiet, commands, audience=audience, roster=roster, feedback=feedback)
     finally:
         commands.resume()
     sys.exit(code)
 
 
-def _merge(paths: list[Path], specs: list[OutputSpec], fmt: str, quiet: bool, commands: _StoppedCommands) -> ExitCode:
+def _merge(paths: list[Path], specs: list[OutputSpec], fmt: str, quiet: bool, commands: _StoppedCommands, *, audience: str = "reviewer", roster: Roster | None = None, feedback: FeedbackWriter | None = None) -> ExitCode:
     merge = Merge.open(paths)  # every file read and checked first: a refusal writes nothing
     if merge.total > 1 and "gradescope" in (fmt, *(spec.fmt for spec in specs)):
         raise UsageError(f"gradescope: results.json describes one submission, and the reports hold {merge.total}")
     head = merge.header
-    info = RunInfo(head.suite_name, head.max_score, quiet=quiet, discovered=head.discovered, suite_fingerprint=head.fingerprint)
+    info = RunInfo(
+        head.suite_name, head.max_score, quiet=quiet, audience="candidate" if audience == "candidate" else "reviewer", roster=roster,
+        discovered=head.discovered, suite_fingerprint=head.fingerprint,
+    )
     tally = _Tally()
     interrupted = False
-    with _open_sinks(fmt, specs, info) as sinks:
+    with _open_sinks(fmt, specs, info, feedback) as sinks:
         try:
             for index, report in enumerate(merge.reports()):
                 tally.add(report)
@@ -396,6 +398,16 @@ def _merge(paths: list[Path], specs: list[OutputSpec], fmt: str, quiet: bool, co
     if merge.missing:
         click.echo(f"grade: warning: {inert(merge.missing)}", err=True)
     return tally.exit_code(fmt, interrupted, head.discovered if not interrupted else merge.total, "merged")
+
+
+def _feedback(folder: Path | None, audience: str) -> FeedbackWriter | None:
+    """--feedback DIR, its folder made now: the candidate's view unless the reviewer's is asked
+    for by name (a default must not send expected values to candidates)."""
+    if folder is None:
+        return None
+    prepare_folder(folder)
+    asked = click.get_current_context().get_parameter_source("audience") is not click.core.ParameterSource.DEFAULT
+    return FeedbackWriter(folder, "reviewer" if asked and audience == "reviewer" else "candidate")
 
 
 def _roster(path: Path | None, fmt: str, specs: list[OutputSpec]) -> Roster | None:

@@ -243,3 +243,23 @@ def test_a_missing_shard_is_reported_and_fails_the_merge(runs: dict[str, Path]) 
     assert code == 1
     assert err == "grade: warning: only 6 of the 9 submissions of the run are in the reports given (shards 1/3, 3/3): the others are missing\n"
     assert len(list(csv.reader(io.StringIO(out)))) == 7
+
+
+def test_merge_takes_the_audience_the_roster_and_the_feedback_of_a_run(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The shards of a batch graded for reviewers, merged into what candidates get: no expected
+    value anywhere, the roster joined into the gradebook, one feedback file per submission."""
+    roster = tmp_path / "roster.csv"
+    names = [Path(s["path"]).stem for s in json.loads(runs["one.json"].read_text())["submissions"]]
+    roster.write_text("candidate,email\n" + "".join(f"{name},{name}@example.org\n" for name in [*names[:4], "nobody_submitted"]))
+    shards = [str(runs[f"shard{i}.json"]) for i in (1, 2, 3)]
+    out, feedback = tmp_path / "candidate.json", tmp_path / "feedback"
+    code, _, err = invoke("merge", "-q", *shards, "--audience", "candidate", "--roster", str(roster), "--feedback", str(feedback), "-o", f"json={out}", "-o", f"csv={tmp_path / 'book.csv'}")
+    assert code == 1 and err == "", err
+    text = out.read_text()
+    assert '"expected"' not in text and '"matrices"' not in text
+    book = gradebook(tmp_path / "book.csv")
+    assert {row["candidate"] for row in book} >= {*names, "nobody_submitted"}
+    assert sorted(p.suffix for p in feedback.iterdir()) == [".md"] * 9
+    # Without a CSV gradebook a roster has nowhere to go: one line, exit 2, as for grade check.
+    code, _, err = invoke("merge", "-q", *shards, "--roster", str(roster))
+    assert code == 2 and "--roster" in err and "\n" == err[-1] and err.count("\n") == 1
