@@ -107,6 +107,9 @@ def test_notebook_load_error_names_the_cell_in_json_evidence(prepared_for) -> No
     (diagnosis,) = report.diagnoses
     assert diagnosis.evidence["cell"] == 5 and diagnosis.evidence["line"] == 3
     assert report.checks[0].summary.endswith("at cell 5, line 3")
+    # The terminal's "where" line (a location) points there too, with the code of that line.
+    assert diagnosis.location is not None
+    assert (diagnosis.location.cell, diagnosis.location.line, diagnosis.location.code) == (5, 3, 'data = np.load("assignment_data.npz")')
 
 
 def test_a_framework_that_is_not_installed_is_a_clear_load_error(prepared_for, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

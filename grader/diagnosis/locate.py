@@ -113,13 +113,29 @@ def attach_locations(path: Path, diagnoses: list[Diagnosis], function: str = "at
         try:
             if notebook is None:
                 location = locate(d, source, path)
-            elif d.name not in ("crash", "load-error"):  # those already name their cell and line
+            elif d.name in ("crash", "load-error"):  # the worker's line, already made cell and line
+                location = _cell_line(path, d, notebook)
+            else:
                 location = _in_cell(locate(d, source, path), notebook)
         except (RecursionError, MemoryError, ValueError, TypeError, AttributeError, IndexError, KeyError):
             location = None  # a strange tree gives no location, never an error
         d = fixes.in_framework(d, framework)
         out.append(replace(d, location=location) if location is not None else d)
     return out
+
+
+def _cell_line(path: Path, d: Diagnosis, notebook: NotebookSource) -> Location | None:
+    """The cell and line an exception came from (grader.notebook.remap_run put them in the
+    evidence), with the code written there."""
+    cell, line = d.evidence.get("cell"), d.evidence.get("line")
+    if not isinstance(cell, int) or not isinstance(line, int):
+        return None
+    try:
+        joined = notebook.line_map.index((cell, line))
+    except ValueError:
+        return None
+    code = notebook.source.splitlines()[joined].strip()[:MAX_LINE]
+    return Location(file=str(path), line=line, code=code, cell=cell)
 
 
 def _in_cell(location: Location | None, notebook: NotebookSource) -> Location | None:
