@@ -52,3 +52,23 @@ def test_every_corpus_file_is_listed() -> None:
     files = {str(p.relative_to(CORPUS)) for p in CORPUS.rglob("*.py") if p.relative_to(CORPUS).parts[0] in folders}
     helpers = {"correct/with_helper/softmax_helper.py"}
     assert files - helpers == set(EXPECTED)
+
+
+def test_a_crash_fix_names_the_ranks_it_runs_on_and_no_stored_shape(grade_path) -> None:  # type: ignore[no-untyped-def]
+    """The fix is what the default terminal view and a candidate see of a crash: it says which
+    ranks raise and which run, never a stored case's shape."""
+    report = grade_path(CORPUS / "buggy" / "rank-3d-only-scale-by-dk.py")
+    crash = next(d for d in report.diagnoses if d.name == "crash")
+    assert crash.fix.startswith("It runs on 3-D input only and raises ") and "on 2-D and 4-D" in crash.fix
+    assert "(" + str(crash.evidence["input_shape"]).split("(")[1].split(")")[0] + ")" not in crash.fix
+    every_rank = grade_path(CORPUS / "buggy" / "crash.py")
+    (only,) = [d for d in every_rank.diagnoses if d.name == "crash"]
+    assert only.fix.startswith("It raises ") and "run it on an input of that rank" in only.fix
+
+
+def test_the_heat_map_goes_under_the_mistake_in_the_math_not_the_crash(grade_path) -> None:  # type: ignore[no-untyped-def]
+    from grader.report.text import _heat_owner
+
+    report = grade_path(CORPUS / "buggy" / "rank-3d-only-scale-by-dk.py")
+    owner, heatmap = _heat_owner(report)
+    assert heatmap is not None and owner is not None and owner.name == "scale-by-dk"

@@ -296,3 +296,80 @@ def test_code_for_one_sequence_is_named_for_the_batch_only(prepared: Prepared) -
     found = [d for d in run_engine(prepared, observe(prepared.probes, single)) if d.severity == "error"]
     assert [d.name for d in found] == ["batch-transpose"]
     assert found[0].evidence["written_for_one_rank"] == ["axis 1"]
+
+
+def _three_d_only(scale: float | None) -> Impl:
+    """Attention written for (B, T, d) only: transpose(0, 2, 1) raises on 2-D and 4-D input.
+    ``scale``: the power of d_k the scores are multiplied by (None: no scale)."""
+
+    def impl(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+        s = np.matmul(Q, K.transpose(0, 2, 1))
+        if scale is not None:
+            s = s * Q.shape[-1] ** scale
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        return (e / e.sum(axis=-1, keepdims=True)) @ V
+
+    return impl
+
+
+@pytest.mark.parametrize(("scale", "want"), [(-1.0, "scale-by-dk"), (None, "scale-missing")], ids=["by-dk", "missing"])
+def test_code_for_one_rank_that_is_also_wrong_there_gets_both_names(prepared: Prepared, scale: float | None, want: str) -> None:
+    found = [d for d in run_engine(prepared, observe(prepared.probes, _three_d_only(scale))) if d.severity == "error"]
+    assert [d.name for d in found] == ["crash", want]
+    crash, mistake = found
+    assert "raises on 2-D, 4-D input, runs on 3-D input" in crash.message
+    assert crash.evidence["raises_on_ranks"] == [2, 4] and crash.evidence["runs_on_ranks"] == [3]
+    # Named from the 3-D probes alone, with the verdict on every rank.
+    assert mistake.evidence["ranks"] == {"2-D": "raises", "3-D": "wrong", "4-D": "raises"}
+    by_name = {p.name: p for p in prepared.probes}
+    assert {by_name[n].Q.ndim for n in mistake.evidence["named_from"]} == {3}
+    assert "named from the 3-D probes" in mistake.message
+
+
+def test_code_for_one_rank_that_is_right_there_is_a_crash_alone(prepared: Prepared) -> None:
+    assert errors(prepared, _three_d_only(-0.5)) == ["crash"]
+
+
+def test_ranks_that_both_raise_and_run_are_no_rank_split(prepared: Prepared) -> None:
+    # Raising on some 3-D probes only (by their size, not their rank): the catalogue is not asked
+    # to explain part of a rank, so the crash stays the only name.
+    def by_size(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+        if Q.ndim != 3 or Q.shape[-2] != K.shape[-2]:
+            raise ValueError("square scores only")
+        return _three_d_only(-1.0)(Q, K, V)
+
+    assert errors(prepared, by_size) == ["crash"]
+
+
+def _missing_fix(prepared: Prepared, available: tuple[str, ...]) -> Diagnosis:
+    run = WorkerRun("completed", LoadInfo(ok=False, reason="function-missing", available=available), {}, CapturedOutput("", 0, 0), 0.1)
+    (d,) = run_engine(prepared, run)
+    assert d.name == "function-missing"
+    return d
+
+
+def test_the_attention_under_another_name_is_named_in_the_fix(prepared: Prepared) -> None:
+    d = _missing_fix(prepared, ("scaled_dot_product_attention", "softmax"))
+    assert "--function scaled_dot_product_attention" in d.fix and "function: scaled_dot_product_attention" in d.fix
+    assert d.evidence["candidate"] == "scaled_dot_product_attention"
+    assert "`--function MultiHeadAttn`" in _missing_fix(prepared, ("MultiHeadAttn", "helper")).fix  # "attn", any case
+
+
+GENERIC_FIX = "Define `def attention(Q, K, V):` at the top level of the file (or grade another name with --function)."
+
+
+@pytest.mark.parametrize(
+    "available",
+    [
+        ("attention_naive", "attention_fast"),  # two candidates: the message lists both, the fix stays generic
+        ("softmax", "helper"),  # none
+        ("attn::error::boom\x1b[2J",),  # not an identifier: never in a command
+        ("my attention`; rm -rf ~",),
+        ("attention_" + "x" * 90,),  # may have been cut at 100 characters by the observation
+    ],
+    ids=["two-candidates", "none", "workflow-command", "shell", "cut-name"],
+)
+def test_no_single_plain_candidate_keeps_the_generic_fix(prepared: Prepared, available: tuple[str, ...]) -> None:
+    d = _missing_fix(prepared, available)
+    assert d.fix == GENERIC_FIX and "candidate" not in d.evidence
+

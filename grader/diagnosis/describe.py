@@ -8,6 +8,7 @@ are, the row sums, the exception and the input shape, the mismatch statistics.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -142,6 +143,17 @@ def _with_ranks(ev: Evidence, d: Diagnosis, names: list[str], folded: list[Optio
     if folded:
         message += f" (also {', '.join(o.name for o in folded)}, right for that rank only: code written for one rank)"
         evidence["written_for_one_rank"] = [o.name for o in folded]
+    return Diagnosis(d.code, d.name, d.severity, message, d.fix, evidence, d.checks, d.location)
+
+
+def on_ranks(ev: Evidence, d: Diagnosis, running: list[str], names: list[str]) -> Diagnosis:
+    """A mistake named from the ranks where code written for some ranks only runs: which
+    probes showed it, and the verdict on every rank (the others raise, the crash says where)."""
+    ranks = sorted({ev.probes[n].Q.ndim for n in running})
+    shown = ", ".join(running[:3]) + (", ..." if len(running) > 3 else "")
+    where = " and ".join(f"{r}-D" for r in ranks)
+    message = f"{d.message}; named from the {where} probes ({shown}), the only input the code runs on"
+    evidence = {**d.evidence, "ranks": rank_verdicts(ev, names), "named_from": list(running)}
     return Diagnosis(d.code, d.name, d.severity, message, d.fix, evidence, d.checks, d.location)
 
 
@@ -553,8 +565,21 @@ def crash(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:
     ranks_ok = sorted({ev.probes[n].Q.ndim for n in everywhere if ev.observed[n].status == "returned"} - set(ranks_raised))
     if ranks_ok:
         message += f"; raises on {', '.join(f'{r}-D' for r in ranks_raised)} input, runs on {', '.join(f'{r}-D' for r in ranks_ok)} input"
-    evidence = {"probe": first, "exception": error.type, "exception_message": error.message, "line": error.line, "input_shape": shape_text(ev, first), "raised_on": len(raised), "probes": len(names)}
-    return Diagnosis.of("crash", message, evidence, failed)
+    evidence: dict[str, Any] = {"probe": first, "exception": error.type, "exception_message": error.message, "line": error.line, "input_shape": shape_text(ev, first), "raised_on": len(raised), "probes": len(names)}
+    if error.cell:
+        evidence["cell"] = error.cell  # a notebook's: the location is then "cell N, line M"
+    raised_text = " and ".join(f"{r}-D" for r in ranks_raised)
+    if ranks_ok:
+        evidence.update(raises_on_ranks=ranks_raised, runs_on_ranks=ranks_ok)
+        # Ranks, not shapes: the fix is shown to candidates, who are not told the stored cases.
+        fix = (
+            f"It runs on {' and '.join(f'{r}-D' for r in ranks_ok)} input only and raises {error.type} on {raised_text}: "
+            "write it for any number of leading axes (swap only the last two axes of K, take d_k from the last axis, "
+            "normalise over the last axis)."
+        )
+    else:
+        fix = f"It raises {error.type} on {raised_text} input: run it on an input of that rank and fix the line that raises."
+    return replace(Diagnosis.of("crash", message, evidence, failed), fix=fix)
 
 
 def bad_return(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:

@@ -11,7 +11,10 @@ The order of questions, each answered from evidence:
    each group explained by a variant that must also reproduce every group explained before it,
    so a mistake named from one probe is never contradicted by another.
 4. A group that no variant explains is a crash, a bad return or a values mismatch, with its numbers; fresh
-   inputs that fail while every stored case passes are a hard-coded submission.
+   inputs that fail while every stored case passes are a hard-coded submission. Code written for
+   some input ranks only (every probe of those ranks raises, none of the others) is a crash on
+   those ranks, and the probes of the ranks where it runs are searched again on their own, so
+   a mistake in its math there is named beside the crash.
 5. What the catalogue cannot replay is seen directly: inputs changed in place, two calls that
    disagree, single-precision results (a warning), and differences beyond the tolerance that
    only half-precision rounding explains (reduced-precision, then the failing mistake).
@@ -33,7 +36,7 @@ from grader.diagnosis.catalogue import POSITION, REFERENCE, SHIFT, Variant
 from grader.diagnosis.gradients import gradient_diagnoses, gradient_verdicts, with_gradient_norms
 from grader.diagnosis.masks import mask_diagnoses
 from grader.diagnosis.model import Diagnosis
-from grader.diagnosis.replay import Evidence
+from grader.diagnosis.replay import OVERFLOW_ERRORS, Evidence
 from grader.frameworks import is_framework_memory_error
 from grader.observation import ErrorInfo, Observation, WorkerRun
 from grader.probes import Probe, tolerance_for
@@ -145,7 +148,40 @@ def name_mistakes(probes: dict[str, Probe], observed: dict[str, Observation], to
 
     tolerances = {n: tolerance_for(p, tolerance) for n, p in probes.items()}
     ev = Evidence({n: probes[n] for n in observed}, observed, tolerances)
-    return _by_group(ev, ev.variants(), list(observed), failed)
+    variants = ev.variants()
+    names = list(observed)
+    found = _by_group(ev, variants, names, failed)
+    running = _running_ranks(ev, names) if any(d.name == "crash" for d in found) else None
+    if running is None:
+        return found
+    # Code written for some ranks only (bmm, transpose(0, 2, 1), swapaxes(K, 2, 3)): the ranks
+    # that raise are the crash, and the ranks where it runs are explained by the catalogue like
+    # any other submission's, so a mistake in its math there is named too.
+    crash = describe.crash(ev, names, failed)
+    assert crash is not None
+    there = [d for d in _by_group(ev, variants, running, failed) if d.name != "crash"]
+    return [crash] + [describe.on_ranks(ev, d, running, names) for d in there]
+
+
+def _running_ranks(ev: Evidence, names: list[str]) -> list[str] | None:
+    """The probes of the ranks where the code runs, when the input ranks split cleanly: every
+    probe of some ranks raises, no probe of the others does (but an overflow on large scores,
+    which the replay judges). None when they do not split so (a rank that both raises and
+    runs, or no rank that runs)."""
+    by_rank: dict[int, list[str]] = {}
+    for n in names:
+        by_rank.setdefault(ev.probes[n].Q.ndim, []).append(n)
+
+    def raised(n: str) -> bool:
+        obs = ev.observed[n]
+        overflow = ev.probes[n].magnitude > 1.0 and obs.error is not None and obs.error.type in OVERFLOW_ERRORS
+        return obs.status == "raised" and not overflow
+
+    raising = {rank for rank, members in by_rank.items() if all(ev.observed[n].status == "raised" for n in members)}
+    running = [n for rank, members in by_rank.items() if rank not in raising for n in members]
+    if not raising or not running or any(raised(n) for n in running):
+        return None
+    return [n for n in names if n in running]  # in the probes' order
 
 
 def group_of(probe: Probe) -> str:
@@ -252,11 +288,31 @@ def _load_failure(suite: Suite, run: WorkerRun) -> Diagnosis:
     assert load is not None
     if load.reason == "function-missing":
         found = f"; it defines {', '.join(load.available)}" if load.available else ""
-        return _function_missing(suite.function, f"no callable named '{suite.function}'{found}", {"available": list(load.available)}, ("load",))
+        d = _function_missing(suite.function, f"no callable named '{suite.function}'{found}", {"available": list(load.available)}, ("load",))
+        other = attention_candidate(load.available)
+        if other is None:
+            return d
+        return replace(d, fix=f"Define `def {suite.function}(Q, K, V):` at the top level of the file, or, if `{other}` is the function, grade it with `--function {other}` (in a suite, `function: {other}`).", evidence={**d.evidence, "candidate": other})
     error = load.error
     assert error is not None
     where = f" at {error.where}" if error.line else ""
     return Diagnosis.of("load-error", f"importing the file raised {describe.quote(error)}{where}", {"exception": error.type, "message": error.message, "line": error.line, **({"cell": error.cell} if error.cell else {})}, ("load",))
+
+
+# The observation cuts each name the worker sends at this many characters: a name this long may
+# be the start of a longer one, and is never put in a command.
+NAME_LIMIT = 100
+
+
+def attention_candidate(available: Iterable[str]) -> str | None:
+    """The one callable of the file that looks like the attention under another name (it
+    contains "attention" or "attn"), or None when none or several do. The names come from the
+    submission: only a plain identifier shorter than NAME_LIMIT may appear in the fix's command."""
+    found = [n for n in available if "attention" in n.lower() or "attn" in n.lower()]
+    if len(found) != 1:
+        return None  # several: the message lists them all, and the fix stays generic
+    name = found[0]
+    return name if name.isidentifier() and len(name) < NAME_LIMIT else None
 
 
 def _function_missing(function: str, message: str, evidence: dict[str, Any], checks: tuple[str, ...]) -> Diagnosis:

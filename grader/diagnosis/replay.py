@@ -374,7 +374,9 @@ def fitted_options(ev: Evidence) -> list[Option]:
     constant (the same scale on cases with different d_k), or c * size^p for d_k, T_k, T_q or d_v."""
     options: list[Option] = []
     for linear in (False, True):
-        points = scale_points(ev, linear)
+        # Code that raises on a single sequence (written for batches only) is fitted on its
+        # batches: the scale is all the weights show there too.
+        points = scale_points(ev, linear) or scale_points(ev, linear, batched=True)
         if len({p.sizes["d_k"] for p in points}) < 2:
             continue
         scales = np.array([p.scale for p in points])
