@@ -237,12 +237,15 @@ def sandbox_line(layers: tuple[Layer, ...]) -> Text:
 
 def _heat_owner(report: Report) -> tuple[Diagnosis | None, RenderableType | None]:
     """The heat map of the most telling weights failure, and the first diagnosis that explains
-    its check (the map goes below it), or None when no diagnosis does."""
+    its check (the map goes below it), or None when no diagnosis does. A mistake in the math
+    comes before a crash: weights that were drawn are weights the code computed, so they show
+    the former (3-D-only code that raises on other ranks and divides by d_k where it runs)."""
     found = telling_failure(report)
     if found is None:
         return None, None
     check_id, case = found
-    owner = next((d for d in report.errors if check_id in d.checks), None) or next((d for d in report.diagnoses if check_id in d.checks), None)
+    explaining = [d for d in (*report.errors, *report.diagnoses) if check_id in d.checks]
+    owner = next((d for d in explaining if d.name != "crash"), explaining[0] if explaining else None)
     return owner, case_heatmap(case)
 
 
