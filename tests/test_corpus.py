@@ -72,3 +72,11 @@ def test_the_heat_map_goes_under_the_mistake_in_the_math_not_the_crash(grade_pat
     report = grade_path(CORPUS / "buggy" / "rank-3d-only-scale-by-dk.py")
     owner, heatmap = _heat_owner(report)
     assert heatmap is not None and owner is not None and owner.name == "scale-by-dk"
+
+
+def test_a_load_error_of_a_missing_module_names_it_in_the_fix(grade_path) -> None:  # type: ignore[no-untyped-def]
+    (d,) = grade_path(CORPUS / "buggy" / "load-error-import.py").diagnoses
+    assert d.name == "load-error" and d.evidence["module"] == "my_softmax_utils"
+    assert "`my_softmax_utils`" in d.fix and "submit it if it is yours" in d.fix
+    (other,) = grade_path(CORPUS / "buggy" / "load-error.py").diagnoses
+    assert "module" not in other.evidence and "imports `" not in other.fix

@@ -373,3 +373,21 @@ def test_no_single_plain_candidate_keeps_the_generic_fix(prepared: Prepared, ava
     d = _missing_fix(prepared, available)
     assert d.fix == GENERIC_FIX and "candidate" not in d.evidence
 
+
+
+@pytest.mark.parametrize(
+    ("error_type", "message", "module"),
+    [
+        ("ModuleNotFoundError", "No module named 'matplotlib'", "matplotlib"),
+        ("ModuleNotFoundError", "No module named 'matplotlib.pyplot'", "matplotlib"),
+        ("ImportError", "No module named 'my_softmax_utils'", "my_softmax_utils"),
+        ("ImportError", "cannot import name 'softmax' from 'scipy'", None),
+        ("ModuleNotFoundError", "No module named 'x'; echo pwned", None),  # the submission's text: only a plain name
+        ("ModuleNotFoundError", "No module named '\x1b[2Jx'", None),
+        ("ValueError", "No module named 'numpy'", None),
+    ],
+)
+def test_the_missing_module_of_a_load_error_is_read_strictly(error_type: str, message: str, module: str | None) -> None:
+    from grader.diagnosis.engine import missing_module
+
+    assert missing_module(error_type, message) == module

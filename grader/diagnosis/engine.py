@@ -25,6 +25,7 @@ and only to a diagnosis the evidence already produced.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any, Iterable
 
@@ -296,7 +297,31 @@ def _load_failure(suite: Suite, run: WorkerRun) -> Diagnosis:
     error = load.error
     assert error is not None
     where = f" at {error.where}" if error.line else ""
-    return Diagnosis.of("load-error", f"importing the file raised {describe.quote(error)}{where}", {"exception": error.type, "message": error.message, "line": error.line, **({"cell": error.cell} if error.cell else {})}, ("load",))
+    d = Diagnosis.of("load-error", f"importing the file raised {describe.quote(error)}{where}", {"exception": error.type, "message": error.message, "line": error.line, **({"cell": error.cell} if error.cell else {})}, ("load",))
+    missing = missing_module(error.type, error.message)
+    if missing is None:
+        return d
+    # Not installed for the grader either (else the run reports its own environment instead),
+    # and no file of the submission: a helper module left out, or a plotting import.
+    return replace(d, fix=(
+        f"The file imports `{missing}`, which is neither installed where it is graded nor a file of the submission: submit it if it is yours, "
+        f"keep plots and experiments out of the graded file (under `if __name__ == \"__main__\":`), or install `{missing}` beside the grader if the task allows it."
+    ), evidence={**d.evidence, "module": missing})
+
+
+# "No module named 'matplotlib'" (or 'matplotlib.pyplot'), as ModuleNotFoundError says it.
+_NO_MODULE = re.compile(r"No module named '([A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z0-9_.]*)?'")
+
+
+def missing_module(error_type: str, message: str) -> str | None:
+    """The top-level module an import could not find, from the exception's text (the
+    submission's: only a plain identifier shorter than NAME_LIMIT is taken)."""
+    if error_type not in ("ModuleNotFoundError", "ImportError"):
+        return None
+    found = _NO_MODULE.fullmatch(message.strip())
+    if found is None or len(found.group(1)) >= NAME_LIMIT:
+        return None
+    return found.group(1)
 
 
 # The observation cuts each name the worker sends at this many characters: a name this long may
