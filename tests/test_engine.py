@@ -352,7 +352,10 @@ def test_the_attention_under_another_name_is_named_in_the_fix(prepared: Prepared
     d = _missing_fix(prepared, ("scaled_dot_product_attention", "softmax"))
     assert "--function scaled_dot_product_attention" in d.fix and "function: scaled_dot_product_attention" in d.fix
     assert d.evidence["candidate"] == "scaled_dot_product_attention"
-    assert "`--function MultiHeadAttn`" in _missing_fix(prepared, ("MultiHeadAttn", "helper")).fix  # "attn", any case
+    assert "`--function multi_head_attn`" in _missing_fix(prepared, ("multi_head_attn", "helper")).fix  # "attn" too
+    # A class (CapWords, an nn.Module) is never offered: called with (Q, K, V) it would construct one.
+    assert _missing_fix(prepared, ("ScaledDotProductAttention",)).fix == GENERIC_FIX
+    assert "`--function attn_forward`" in _missing_fix(prepared, ("MultiHeadAttention", "attn_forward")).fix
 
 
 GENERIC_FIX = "Define `def attention(Q, K, V):` at the top level of the file (or grade another name with --function)."
@@ -372,7 +375,6 @@ GENERIC_FIX = "Define `def attention(Q, K, V):` at the top level of the file (or
 def test_no_single_plain_candidate_keeps_the_generic_fix(prepared: Prepared, available: tuple[str, ...]) -> None:
     d = _missing_fix(prepared, available)
     assert d.fix == GENERIC_FIX and "candidate" not in d.evidence
-
 
 
 @pytest.mark.parametrize(

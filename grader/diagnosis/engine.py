@@ -333,7 +333,9 @@ def attention_candidate(available: Iterable[str]) -> str | None:
     """The one callable of the file that looks like the attention under another name (it
     contains "attention" or "attn"), or None when none or several do. The names come from the
     submission: only a plain identifier shorter than NAME_LIMIT may appear in the fix's command."""
-    found = [n for n in available if "attention" in n.lower() or "attn" in n.lower()]
+    # A CapWords name is a class by convention (an nn.Module): called with (Q, K, V) it would
+    # construct one, so it is never offered as the function.
+    found = [n for n in available if ("attention" in n.lower() or "attn" in n.lower()) and not n[:1].isupper()]
     if len(found) != 1:
         return None  # several: the message lists them all, and the fix stays generic
     name = found[0]
