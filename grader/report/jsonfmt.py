@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+import weakref
 from collections import Counter
 from typing import IO, Any
 
@@ -193,6 +195,31 @@ def _dumps(value: Any, depth: int) -> str:
     return untrusted.json_document(text.replace("\n", "\n" + "  " * depth))
 
 
+class _LastLaidOut:
+    """The last submission laid out, known by a weak reference to the report it came from: a run
+    that writes JSON to stdout and to a file hands each report to both in turn, and json's
+    indented layout (pure Python) costs about a millisecond a report, so the second gets the
+    first's text. Weak: the report is dropped once its sinks had it, as before."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.report: weakref.ref[Report] | None = None
+        self.audience = ""
+        self.text = ""
+
+    def text_of(self, report: Report, audience: str) -> str:
+        with self.lock:
+            if self.report is not None and self.report() is report and self.audience == audience:
+                return self.text
+        text = _dumps(report_dict(shown_to(report, audience)), 2)  # --audience candidate: nothing of the suite's answers
+        with self.lock:
+            self.report, self.audience, self.text = weakref.ref(report), audience, text
+        return text
+
+
+_LAST = _LastLaidOut()
+
+
 class JsonReporter:
     """Writes the document as it goes: the header and each submission as its report arrives,
     the summary at the end."""
@@ -211,11 +238,10 @@ class JsonReporter:
         self.stream.write('  "submissions": [')
 
     def add(self, report: Report) -> None:
-        report = shown_to(report, self.info.audience)  # --audience candidate: nothing of the suite's answers
         if self.totals.total == 0:
             self._head()
-        self.stream.write(("\n" if self.totals.total == 0 else ",\n") + "    " + _dumps(report_dict(report), 2))
-        self.totals.add(report)
+        self.stream.write(("\n" if self.totals.total == 0 else ",\n") + "    " + _LAST.text_of(report, self.info.audience))
+        self.totals.add(shown_to(report, self.info.audience))
 
     def finish(self) -> None:
         if self.totals.total == 0:
