@@ -145,6 +145,18 @@ def to_array(value: Any) -> np.ndarray | None:
         return None
     if array.dtype.kind not in "fiucb" or array.size > MAX_RETURN_ELEMENTS:
         return None
+    return _sendable(array)
+
+
+def _sendable(array: np.ndarray) -> np.ndarray:
+    """In a dtype the protocol carries (it makes the byte order little-endian itself): extended
+    precision (longdouble, float128) narrowed to float64, where the grader compares anyway, so a
+    correct submission that computes in more precision than asked does not fail as a malformed
+    result."""
+    if array.dtype.kind == "f" and array.dtype.itemsize > 8:
+        return array.astype(np.float64)
+    if array.dtype.kind == "c" and array.dtype.itemsize > 16:
+        return array.astype(np.complex128)
     return array
 
 
