@@ -28,6 +28,7 @@ import importlib.util
 import os
 import threading
 import warnings
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Literal
 
 import numpy as np
@@ -65,19 +66,78 @@ def statements(tree: ast.AST) -> Iterator[ast.AST]:
     return (node for node in ast.walk(tree) if isinstance(node, (ast.mod, ast.stmt, ast.excepthandler, ast.match_case)))
 
 
-def imported_modules(tree: ast.Module) -> list[str]:
-    """Every module an import statement names (absolute imports only), outside main guards."""
-    names: list[str] = []
-    # Walked by hand, not with ast.walk: a main guard's whole subtree must be left out.
-    stack: list[ast.AST] = [s for s in tree.body if not _is_main_guard(s)]
+def _is_test(node: ast.AST) -> bool:
+    """The file's own pytest tests (``test_*`` functions, ``Test*`` classes): pytest runs them,
+    the grader never does."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name.startswith("test")
+    return isinstance(node, ast.ClassDef) and node.name.startswith("Test")
+
+
+# Attributes of torch tensors that NumPy arrays lack: code that calls them is torch code, whatever
+# its imports say (``(q @ k.transpose(-2, -1)).softmax(-1)`` names no module at all).
+TENSOR_ONLY = frozenset({
+    "softmax", "log_softmax", "size", "dim", "permute", "view", "unsqueeze", "contiguous", "masked_fill", "masked_fill_",
+    "mT", "detach", "bmm", "matmul", "float", "double", "type_as", "to", "cuda", "cpu", "numpy", "expand", "exp", "div", "mul", "clamp",
+})
+
+
+@dataclass
+class _Scan:
+    """What a module imports and uses, apart by where: its code, its own tests, its main guards."""
+
+    imports: list[tuple[str, str, str]] = field(default_factory=list)  # (module, the name it binds, "code" / "test" / "main")
+    used: set[str] = field(default_factory=set)  # names loaded by the code
+    used_by_tests: set[str] = field(default_factory=set)  # names loaded in tests and main guards
+    # The code's uses of tensor-only attributes, by what they are taken of: the name (np of
+    # np.exp is numpy's function, not a tensor's method), or "" for anything else.
+    tensor_attributes: set[str] = field(default_factory=set)
+    dim_keyword: bool = False  # the code passes dim=, as torch does and NumPy does not
+
+
+def _scan(tree: ast.Module) -> _Scan:
+    scan = _Scan()
+    # Walked by hand, not with ast.walk: whether a node is inside a main guard or a test matters.
+    stack: list[tuple[ast.AST, str]] = [(node, "code") for node in tree.body]
     while stack:
-        node = stack.pop()
+        node, where = stack.pop()
+        if _is_main_guard(node):
+            where = "main"
+        elif where == "code" and _is_test(node):
+            where = "test"
         if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
+            scan.imports.extend((alias.name, alias.asname or alias.name.split(".")[0], where) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
-        stack.extend(child for child in ast.iter_child_nodes(node) if not _is_main_guard(child))
-    return names
+            scan.imports.extend((node.module, alias.asname or alias.name, where) for alias in node.names)
+        elif isinstance(node, ast.Name):
+            (scan.used if where == "code" else scan.used_by_tests).add(node.id)
+        elif where == "code" and isinstance(node, ast.Attribute) and node.attr in TENSOR_ONLY:
+            scan.tensor_attributes.add(node.value.id if isinstance(node.value, ast.Name) else "")
+        elif where == "code" and isinstance(node, ast.keyword) and node.arg == "dim":
+            scan.dim_keyword = True
+        stack.extend((child, where) for child in ast.iter_child_nodes(node))
+    return scan
+
+
+def imported_modules(tree: ast.Module) -> list[str]:
+    """Every module an import statement names (absolute imports only), outside main guards, less
+    a framework that only the file's own tests use when the code graded is NumPy code: ``import
+    torch`` at the top of a NumPy solution whose test compares it with torch would otherwise
+    hand the function tensors. Otherwise every import counts, one never used by name too
+    (tensor methods need no name), and all of code that calls a tensor-only method."""
+    scan = _scan(tree)
+    numpy_names = {name for module, name, where in scan.imports if module.split(".")[0] == "numpy" and where == "code"}
+    tensor_like = scan.dim_keyword or bool(scan.tensor_attributes - numpy_names)
+    numpy_code = bool(numpy_names & scan.used) and not tensor_like
+
+    def counts(module: str, name: str, where: str) -> bool:
+        if where == "main":
+            return False
+        if not numpy_code or module.split(".")[0] not in _ROOTS:
+            return True
+        return where == "code" and (name in scan.used or name not in scan.used_by_tests)
+
+    return [module for module, name, where in scan.imports if counts(module, name, where)]
 
 
 # Parsed sources, by their text: a submission's file is parsed to find its framework and again to

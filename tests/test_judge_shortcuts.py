@@ -195,3 +195,29 @@ def test_the_catalogue_is_made_a_tier_at_a_time_in_the_order_of_the_full_list(mo
     assert [v.choice for v in catalogue.all_variants()] == [v.choice for v in every]
     expected = sorted(every + extra, key=lambda v: len(v.deviations))
     assert [v.choice for v in catalogue.Catalogue(extra)] == [v.choice for v in expected]
+
+
+@pytest.mark.parametrize(
+    ("source", "frameworks"),
+    [
+        # NumPy code, torch only in its own test: NumPy.
+        ("import numpy as np\nimport torch\ndef attention(Q, K, V):\n    return np.exp(Q)\ndef test_a():\n    torch.ones(1)\n", set()),
+        ("import numpy as np\ndef attention(Q, K, V):\n    return np.exp(Q)\ndef test_a():\n    import torch\n", set()),
+        ("import numpy as np\nimport jax.numpy as jnp\ndef attention(Q, K, V):\n    return np.exp(Q)\nclass TestA:\n    def test(self):\n        jnp.ones(1)\n", set()),
+        # An import never used by name still counts: tensor methods need none.
+        ("import numpy as np\nimport torch\ndef attention(q, k, v):\n    return np.exp(q)\n", {"torch"}),
+        # The code uses torch itself, or calls a tensor-only method, or passes dim=: torch.
+        ("import numpy as np\nimport torch\ndef attention(q, k, v):\n    return torch.exp(q) * np.e\ndef test_a():\n    torch.ones(1)\n", {"torch"}),
+        ("import numpy as np\nimport torch\ndef attention(q, k, v):\n    return (q / np.sqrt(4)).softmax(-1)\ndef test_a():\n    torch.ones(1)\n", {"torch"}),
+        ("import numpy as np\nimport torch\ndef attention(q, k, v):\n    return np.sqrt(q).sum(dim=-1)\ndef test_a():\n    torch.ones(1)\n", {"torch"}),
+        # No NumPy name in the code: tensor methods alone, with a torch test: torch.
+        ("import torch\ndef attention(q, k, v):\n    return q @ k.transpose(-2, -1)\ndef test_a():\n    torch.ones(1)\n", {"torch"}),
+        # A main guard's imports never count, as before.
+        ("import numpy as np\ndef attention(Q, K, V):\n    return Q\nif __name__ == '__main__':\n    import torch\n", set()),
+    ],
+    ids=["test-function", "import-in-test", "test-class", "unused", "torch-in-code", "tensor-method", "dim-keyword", "methods-only", "main-guard"],
+)
+def test_a_framework_only_the_file_s_tests_use_does_not_count_for_numpy_code(source: str, frameworks: set[str]) -> None:
+    from grader.frameworks import imported_frameworks
+
+    assert imported_frameworks(source) == frameworks
