@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from grader.observation import ErrorInfo, WorkerRun
+from grader.observation import ErrorInfo, Observation, WorkerRun
 
 MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024  # outputs (images) make notebooks large; code never is
 MAX_SOURCE_CHARS = 2 * 1024 * 1024
@@ -163,8 +163,14 @@ def remap_run(run: WorkerRun, notebook: NotebookSource, name: str) -> WorkerRun:
     load = run.load
     if load is not None and load.error is not None:
         load = replace(load, error=_remap_error(load.error, notebook, name))
-    observations = {
-        key: replace(obs, error=_remap_error(obs.error, notebook, name)) if obs.error is not None else obs
-        for key, obs in run.observations.items()
-    }
+    observations = {key: _remap_observation(obs, notebook, name) for key, obs in run.observations.items()}
     return replace(run, load=load, observations=observations)
+
+
+def _remap_observation(obs: Observation, notebook: NotebookSource, name: str) -> Observation:
+    """A call's exception, and the exception of its backward (a gradient probe), as cell and line."""
+    if obs.error is not None:
+        obs = replace(obs, error=_remap_error(obs.error, notebook, name))
+    if obs.gradients is not None and obs.gradients.error is not None:
+        obs = replace(obs, gradients=replace(obs.gradients, error=_remap_error(obs.gradients.error, notebook, name)))
+    return obs

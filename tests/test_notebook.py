@@ -71,3 +71,19 @@ def test_real_notebook_file(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc(("code", ["import numpy as np\n", "def attention(Q, K, V):\n", "    return V"]))))
     nb = read_notebook(path)
     assert "def attention(Q, K, V):" in nb.source
+
+
+def test_a_backward_s_exception_is_given_as_cell_and_line_too() -> None:
+    """A gradient probe's backward that raises (a custom autograd function) points at its cell,
+    like a forward call's exception."""
+    from grader.notebook import remap_run
+    from grader.observation import CapturedOutput, ErrorInfo, Gradients, LoadInfo, Observation, WorkerRun
+
+    nb = convert(doc(("markdown", "# t"), ("code", "import torch"), ("code", "def attention(q, k, v):\n    return q\n\ndef backward(ctx, g):\n    raise RuntimeError('no')")))
+    joined = nb.source.splitlines().index("    raise RuntimeError('no')") + 1
+    error = ErrorInfo("RuntimeError", "no", line=joined, file="task.ipynb", frames=({"file": "task.ipynb", "line": joined},))
+    obs = Observation("small/gradients", 0, "returned", 0.01, gradients=Gradients(status="failed", error=error))
+    run = WorkerRun("completed", LoadInfo(ok=True), {("small/gradients", 0): obs}, CapturedOutput("", 0, 0), 0.1)
+    mapped = remap_run(run, nb, "task.ipynb").observations[("small/gradients", 0)].gradients
+    assert mapped is not None and mapped.error is not None
+    assert (mapped.error.cell, mapped.error.line, mapped.error.frames[0]["cell"]) == (3, 5, 3)
