@@ -64,6 +64,12 @@ EXIT_CODES = (
     "error; 130 interrupted (what was graded is kept and written)."
 )
 
+MERGE_EXIT_CODES = (
+    "Exit codes: 0 every submission passed; 1 a submission failed, was not graded, or is in none of the reports given; "
+    "2 a file that is not a complete JSON report of this grader version, reports of different suites, grader versions "
+    "or runs, or a submission in two of them (nothing is written then); 130 interrupted."
+)
+
 
 class DefaultGroup(rich_click.RichGroup):
     """`grade PATH ...` grades (it is `grade check PATH ...`); `grade explain ...`, `grade
@@ -334,7 +340,7 @@ def _finish(sinks: Sinks, tally: _Tally, fmt: str, quiet: bool, commands: _Stopp
         click.echo(f"grade: warning: {inert(warning)}", err=True)
 
 
-@cli.command("merge")
+@cli.command("merge", epilog=MERGE_EXIT_CODES)
 @click.argument("reports", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="What to print on stdout.")
 @click.option("--output", "-o", "outputs", multiple=True, metavar="FMT=PATH", help="Also write a report file in FMT (repeatable), e.g. -o csv=gradebook.csv.")
@@ -353,11 +359,6 @@ def merge_command(reports: tuple[Path, ...], fmt: str, outputs: tuple[str, ...],
       grade --shard 1/2 -o json=shard-1.json submissions/     one CI job
       grade --shard 2/2 -o json=shard-2.json submissions/     another
       grade merge shard-*.json -o csv=gradebook.csv -o junit=report.xml
-
-    Exit codes: 0 every submission passed; 1 a submission failed, was not graded, or is in none
-    of the reports given; 2 a file that is not a complete JSON report of this grader version,
-    reports of different suites, grader versions or runs, or a submission in two of them
-    (nothing is written then); 130 interrupted.
     """
     if not reports:
         raise UsageError("no report given; try: grade merge shard-1.json shard-2.json")
