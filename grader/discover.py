@@ -93,27 +93,30 @@ class Submission:
     loose: bool = False  # a file found in a folder of submissions: its worker may read it alone
 
     def content_hash(self) -> str:
-        """SHA-256 over what the verdict depends on: the graded file's bytes and, for a checkout,
-        every file the worker may read there (skipped folders included; never ``.git/``), each
-        framed by its relative path and its length, so no two different checkouts hash alike.
-        Links are hashed as links (their target text), never followed. Raises OSError for an
-        unreadable file and TooLarge for a checkout over the byte or entry budget."""
-        digest = hashlib.sha256(b"grader-content-2")
-        if self.folder is None:
-            if self.file is not None:
-                _frame(digest, b"F", self.file.name.encode("utf-8", "surrogateescape"), self.file.read_bytes())
+        """SHA-256 over what the verdict depends on: every file the worker may read, each framed
+        by its path relative to the folder it may read and by its length, so no two different
+        folders hash alike. That is, for a checkout, its files (skipped folders included; never
+        ``.git/``); for a file graded by name, its folder's (its helper modules and data load from
+        there); for a loose file of a batch folder, which may read itself only, its bytes. Links
+        are hashed as links (their target text), never followed. Raises OSError for an
+        unreadable file and TooLarge for a folder over the byte or entry budget."""
+        digest = hashlib.sha256(b"grader-content-3")
+        if self.file is None:
             return digest.hexdigest()
-        entries = checkout_entries(self.folder)
+        if self.folder is None and self.loose:
+            _frame(digest, b"F", self.file.name.encode("utf-8", "surrogateescape"), self.file.read_bytes())
+            return digest.hexdigest()
+        folder = self.folder if self.folder is not None else self.file.parent
+        entries = checkout_entries(folder)
         if sum(size for _, _, size in entries) > MAX_CHECKOUT_BYTES:
             raise TooLarge(self.label)
         for path, kind, _size in entries:
-            name = os.path.relpath(path, self.folder).encode("utf-8", "surrogateescape")
+            name = os.path.relpath(path, folder).encode("utf-8", "surrogateescape")
             if kind == "link":
                 _frame(digest, b"L", name, os.readlink(path).encode("utf-8", "surrogateescape"))
             else:
                 _frame(digest, b"F", name, _read_regular(path))
-        if self.file is not None:
-            _frame(digest, b"G", os.path.relpath(self.file, self.folder).encode("utf-8", "surrogateescape"), b"")
+        _frame(digest, b"G", os.path.relpath(self.file, folder).encode("utf-8", "surrogateescape"), b"")
         return digest.hexdigest()
 
 

@@ -128,6 +128,23 @@ def test_changed_content_is_graded_again(tmp_path: Path) -> None:
     assert doc["passed"] is False and "cached" not in doc.get("extra", {})
 
 
+def test_a_file_graded_by_name_is_never_given_another_folder_s_verdict(tmp_path: Path) -> None:
+    """The same bytes beside a different helper module are a different submission: a cached
+    pass of one candidate's `from impl import attention` is not the other's."""
+    for name, impl in (("alice", EXAMPLES / "correct.py"), ("bob", EXAMPLES / "no_scale.py")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "solution.py").write_text("from impl import attention  # noqa: F401\n")
+        shutil.copy(impl, tmp_path / name / "impl.py")
+    cache = ["--format", "json", "--cache-dir", str(tmp_path / "cache")]
+    assert json.loads(invoke(*cache, str(tmp_path / "alice" / "solution.py"))[1])["submissions"][0]["passed"] is True
+    bob = json.loads(invoke(*cache, str(tmp_path / "bob" / "solution.py"))[1])["submissions"][0]
+    assert bob["passed"] is False and "cached" not in bob.get("extra", {})
+    # And one candidate's helper changed after a pass: graded again.
+    shutil.copy(EXAMPLES / "seed_buggy.py", tmp_path / "alice" / "impl.py")
+    again = json.loads(invoke(*cache, str(tmp_path / "alice" / "solution.py"))[1])["submissions"][0]
+    assert again["passed"] is False and "cached" not in again.get("extra", {})
+
+
 @pytest.mark.parametrize(
     ("target", "message"),
     [("missing/report.xml", "missing/report.xml: the folder {tmp}/missing does not exist"), (".", "{tmp}: is a folder")],

@@ -225,9 +225,27 @@ def test_content_hash_leaves_out_git_and_hashes_links_as_links(tmp_path: Path) -
 def test_content_hash_of_a_loose_file_is_its_name_and_bytes(tmp_path: Path) -> None:
     path = write(tmp_path / "a.py")
     write(tmp_path / "b.py")  # a neighbour, which the loose file's worker never sees
-    first = Submission(str(path), path).content_hash()
+    [loose] = [s for s in discover([tmp_path], Rule()) if s.file == path]
+    assert loose.loose
+    first = loose.content_hash()
     (tmp_path / "b.py").write_text("x = 2\n")
-    assert Submission(str(path), path).content_hash() == first
+    assert Submission(str(path), path, loose=True).content_hash() == first
+
+
+def test_content_hash_of_a_file_graded_by_name_covers_its_folder(tmp_path: Path) -> None:
+    """Its worker may read its folder (helper modules, data): two candidates' identical
+    ``from impl import attention`` files beside different impl.py must not share a verdict, nor
+    one candidate's file after its helper changed."""
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    for folder, body in ((alice, "return V"), (bob, "return Q")):
+        write(folder / "solution.py", "from impl import attention\n")
+        write(folder / "impl.py", f"def attention(Q, K, V):\n    {body}\n")
+    [a], [b] = discover([alice / "solution.py"], Rule()), discover([bob / "solution.py"], Rule())
+    assert not a.loose and a.content_hash() != b.content_hash()
+    first = a.content_hash()
+    (alice / "data").mkdir()
+    (alice / "data" / "scale.txt").write_text("2.0\n")
+    assert a.content_hash() != first
 
 
 @pytest.mark.parametrize("make", ["missing", "empty", "text"])
