@@ -42,6 +42,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generator, NamedTuple
 
+import numpy as np
+
 from grader.cache import ResultCache
 from grader.checks import run_checks
 from grader.diagnosis.engine import diagnose
@@ -292,9 +294,12 @@ def judge(observed: Observed, prepared: Prepared) -> Report:
         run, order = split_returns(run, prepared.probes)
         if order is not None:
             extra["returns"] = "(output, weights)" if order == "output-first" else "(weights, output)"
-    checks = run_checks(suite, prepared.refs, run, prepared.probes)
-    notebook = None if isinstance(submission, Unloadable) else submission.notebook
-    diagnoses = attach_locations(observed.path, diagnose(suite, prepared.probes, run, checks), prepared.function, notebook)
+    # The arithmetic on a candidate's values (inf, NaN, 1e308) is deliberate: every result of it
+    # is judged, and numpy's floating-point remarks on it are not the grader's to print.
+    with np.errstate(all="ignore"):
+        checks = run_checks(suite, prepared.refs, run, prepared.probes)
+        notebook = None if isinstance(submission, Unloadable) else submission.notebook
+        diagnoses = attach_locations(observed.path, diagnose(suite, prepared.probes, run, checks), prepared.function, notebook)
     passed = all(c.passed for c in checks) and not any(d.severity == "error" for d in diagnoses)
     return Report(
         path=str(observed.path),

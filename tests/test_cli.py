@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -133,3 +135,18 @@ def test_missing_reference_is_refused_with_exit_2(tmp_path: Path) -> None:
 def test_function_option_grades_another_name() -> None:
     code, _, _ = invoke("--function", "self_attention", str(EXAMPLES / "function_missing.py"))
     assert code == 0
+
+
+def test_numpy_says_nothing_on_stderr_about_a_candidate_s_values(tmp_path: Path) -> None:
+    """Judging 1e308s, all-NaN rows and complex results is deliberate: stderr carries the
+    grader's own lines only, not numpy's overflow, all-NaN or complex-cast remarks."""
+    bodies = {
+        "huge.py": "np.full(Q.shape[:-1] + V.shape[-1:], 1.7e308)",
+        "nan_rows.py": "np.full(Q.shape[:-1] + V.shape[-1:], np.nan)",
+        "rotated.py": "-1j * (np.exp(Q @ np.swapaxes(K, -1, -2)) @ V)",
+    }
+    for name, body in bodies.items():
+        (tmp_path / name).write_text(f"import numpy as np\n\n\ndef attention(Q, K, V):\n    return {body}\n")
+    # A process of its own: under pytest, warnings are caught by pytest instead of printed.
+    done = subprocess.run([sys.executable, "-m", "grader", "--no-cache", "-q", *(str(tmp_path / name) for name in bodies)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Warning" not in done.stderr, done.stderr

@@ -218,8 +218,9 @@ def _looks_rounded(array: np.ndarray, expected: np.ndarray) -> bool:
     if np.mean(values.astype(np.float32).astype(np.float64) == values) > 0.9:
         return True
     with np.errstate(all="ignore"):
-        ratio = np.where(finite, array / np.where(finite, expected, 1.0) - 1.0, np.nan)
-        spread = float(np.nanmax(np.nanstd(ratio, axis=-1)))  # within a row: a steady factor has none
+        ratio = np.where(finite, array / np.where(finite, expected, 1.0) - 1.0, np.nan).reshape(-1, array.shape[-1])
+        ratio = ratio[~np.isnan(ratio).all(axis=-1)]  # rows with a finite element (nan-functions warn on the others)
+        spread = float(np.max(np.nanstd(ratio, axis=-1)))  # within a row: a steady factor has none
         size = float(np.nanmean(np.abs(ratio)))
     return spread > 0.1 * size and spread > 1e-12
 
