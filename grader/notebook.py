@@ -4,9 +4,13 @@ The grader reads the notebook's JSON (plain data, nothing runs here) and joins i
 into one source text, which the worker then executes like a file. IPython-only syntax is left out
 line for line, so every remaining line keeps its place:
 
-* a cell starting with a cell magic (``%%time``, ``%%bash``, ...) is left out whole;
-* a line magic (``%matplotlib inline``), a shell line (``!pip install torch``) and an assignment
-  from either (``files = !ls``) become ``pass`` at the same indentation.
+* a cell starting with a cell magic that runs its body as Python (``%%time``, ``%%timeit``,
+  ``%%capture``) keeps its body, the magic's line becoming ``pass``; a cell of any other cell
+  magic (``%%bash``, ``%%writefile``, ``%%html``, ...) is another language and is left out whole;
+* a line magic (``%matplotlib inline``) and a shell line (``!pip install torch``) become
+  ``pass`` at the same indentation; an assignment from either keeps its name bound, to what
+  IPython would give when nothing is known (``files = !ls`` becomes ``files = []``, a shell's
+  list of lines; ``t = %time f()`` becomes ``t = None``).
 
 A line map turns a line of the joined source back into "cell N, line M", where N counts every
 cell of the notebook from 1 (markdown cells too: it is the cell's position as one scrolls the
@@ -31,7 +35,9 @@ MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024  # outputs (images) make notebooks large; 
 MAX_SOURCE_CHARS = 2 * 1024 * 1024
 
 _SYNTAX_WHERE = re.compile(r"\(([^()]+), line (\d+)\)$")
-_MAGIC_LINE = re.compile(r"^(\s*)(?:[%!]|[\w.]+\s*=\s*[%!])")
+_MAGIC_LINE = re.compile(r"^(\s*)(?:[%!]|([\w.]+)\s*=\s*([%!]))")
+# Cell magics whose body is Python that IPython runs (timed, or with its output captured).
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture"})
 
 
 class NotebookError(ValueError):
@@ -85,7 +91,20 @@ def _cells(doc: Any) -> list[tuple[str, str]]:
 
 def _clean_line(line: str) -> str:
     match = _MAGIC_LINE.match(line)
-    return f"{match.group(1)}pass" if match else line
+    if match is None:
+        return line
+    indent, target, kind = match.groups()
+    if target is None:
+        return f"{indent}pass"
+    return f"{indent}{target} = {'[]' if kind == '!' else 'None'}"
+
+
+def _cell_magic(text: str) -> str | None:
+    """The name of the cell magic ``text`` starts with (``time`` for ``%%time -n 1``), or None."""
+    first = text.lstrip().split("\n", 1)[0]
+    if not first.startswith("%%"):
+        return None
+    return first[2:].split(maxsplit=1)[0] if first[2:].strip() else ""
 
 
 def convert(doc: Any) -> NotebookSource:
@@ -97,10 +116,12 @@ def convert(doc: Any) -> NotebookSource:
         if cell_type != "code":
             continue
         code_cells += 1
-        if text.lstrip().startswith("%%"):
-            continue  # a cell magic: the whole cell is another language (bash, html, timing)
+        magic = _cell_magic(text)
+        if magic is not None and magic not in PYTHON_CELL_MAGICS:
+            continue  # another language (bash, html) or a file written (writefile): left out whole
         for index, line in enumerate(text.splitlines(), start=1):
-            lines.append(_clean_line(line))
+            python_cell_magic = magic is not None and line.lstrip().startswith("%%")
+            lines.append(f"{line[: len(line) - len(line.lstrip())]}pass" if python_cell_magic else _clean_line(line))
             line_map.append((number, index))
         lines.append("")  # a blank line between cells, as if each cell ended a block
         line_map.append((number, len(text.splitlines()) + 1))

@@ -18,10 +18,26 @@ def doc(*cells: tuple[str, str]) -> dict:  # type: ignore[type-arg]
 def test_code_cells_are_joined_and_magics_become_pass() -> None:
     nb = convert(doc(("markdown", "# title"), ("code", "%matplotlib inline\nimport numpy as np\nif True:\n    !ls\nfiles = !ls"), ("code", "%%bash\necho hi"), ("code", "x = 1")))
     lines = nb.source.splitlines()
-    assert lines[:5] == ["pass", "import numpy as np", "if True:", "    pass", "pass"]
+    assert lines[:5] == ["pass", "import numpy as np", "if True:", "    pass", "files = []"]  # the name stays bound
     assert "echo hi" not in nb.source
     assert nb.code_cells == 3
     compile(nb.source, "nb.ipynb", "exec")
+
+
+@pytest.mark.parametrize("magic", ["%%time", "%%timeit -n 1 -r 1", "%%capture out"])
+def test_a_cell_magic_that_runs_python_keeps_its_body(magic: str) -> None:
+    """Colab's %%time above the cell that defines the function: the function is defined."""
+    nb = convert(doc(("code", "import numpy as np"), ("code", f"{magic}\ndef attention(Q, K, V):\n    return V")))
+    namespace: dict[str, object] = {}
+    exec(compile(nb.source, "nb.ipynb", "exec"), namespace)
+    assert callable(namespace["attention"])
+    assert nb.locate(nb.source.splitlines().index("def attention(Q, K, V):") + 1) == (2, 2)
+
+
+@pytest.mark.parametrize("magic", ["%%bash", "%%writefile sdpa.py", "%%html"])
+def test_a_cell_magic_of_another_language_is_left_out(magic: str) -> None:
+    nb = convert(doc(("code", f"{magic}\necho hi > /tmp/x")))
+    assert "echo" not in nb.source
 
 
 def test_line_map_gives_cell_and_line() -> None:
