@@ -63,7 +63,7 @@ def test_a_crash_fix_names_the_ranks_it_runs_on_and_no_stored_shape(grade_path) 
     assert "(" + str(crash.evidence["input_shape"]).split("(")[1].split(")")[0] + ")" not in crash.fix
     every_rank = grade_path(CORPUS / "buggy" / "crash.py")
     (only,) = [d for d in every_rank.diagnoses if d.name == "crash"]
-    assert only.fix.startswith("It raises ") and "run it on an input of that rank" in only.fix
+    assert only.fix.startswith("It raises ValueError on every input it was given (2-D, 3-D and 4-D)")
 
 
 def test_the_heat_map_goes_under_the_mistake_in_the_math_not_the_crash(grade_path) -> None:  # type: ignore[no-untyped-def]
@@ -80,3 +80,9 @@ def test_a_load_error_of_a_missing_module_names_it_in_the_fix(grade_path) -> Non
     assert "`my_softmax_utils`" in d.fix and "submit it if it is yours" in d.fix
     (other,) = grade_path(CORPUS / "buggy" / "load-error.py").diagnoses
     assert "module" not in other.evidence and "imports `" not in other.fix
+
+
+def test_a_crash_on_some_sizes_of_a_rank_blames_a_written_size_not_the_rank(grade_path) -> None:  # type: ignore[no-untyped-def]
+    report = grade_path(CORPUS / "buggy" / "crash-fixed-feature-size.py")
+    (crash,) = [d for d in report.diagnoses if d.name == "crash"]
+    assert "some inputs and runs on others of the same rank" in crash.fix and "D input only" not in crash.fix

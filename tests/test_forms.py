@@ -110,6 +110,8 @@ def test_notebook_load_error_names_the_cell_in_json_evidence(prepared_for) -> No
     # The terminal's "where" line (a location) points there too, with the code of that line.
     assert diagnosis.location is not None
     assert (diagnosis.location.cell, diagnosis.location.line, diagnosis.location.code) == (5, 3, 'data = np.load("assignment_data.npz")')
+    # The fix speaks of cells: "import submission" means nothing to a notebook's author.
+    assert diagnosis.fix.startswith("Make the notebook run from top to bottom as a script: cell 5 raises FileNotFoundError")
 
 
 def test_a_framework_that_is_not_installed_is_a_clear_load_error(prepared_for, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

@@ -568,18 +568,30 @@ def crash(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:
     evidence: dict[str, Any] = {"probe": first, "exception": error.type, "exception_message": error.message, "line": error.line, "input_shape": shape_text(ev, first), "raised_on": len(raised), "probes": len(names)}
     if error.cell:
         evidence["cell"] = error.cell  # a notebook's: the location is then "cell N, line M"
-    raised_text = " and ".join(f"{r}-D" for r in ranks_raised)
+    # Ranks, not shapes: the fix is shown to candidates, who are not told the stored cases.
     if ranks_ok:
         evidence.update(raises_on_ranks=ranks_raised, runs_on_ranks=ranks_ok)
-        # Ranks, not shapes: the fix is shown to candidates, who are not told the stored cases.
         fix = (
-            f"It runs on {' and '.join(f'{r}-D' for r in ranks_ok)} input only and raises {error.type} on {raised_text}: "
+            f"It runs on {_ranks(ranks_ok)} input only and raises {error.type} on {_ranks(ranks_raised)}: "
             "write it for any number of leading axes (swap only the last two axes of K, take d_k from the last axis, "
             "normalise over the last axis)."
         )
+    elif any(ev.observed[n].status == "returned" for n in everywhere):
+        # Some inputs of a rank raise and others of the same rank run: the sizes decide.
+        fix = (
+            f"It raises {error.type} on some inputs and runs on others of the same rank: a size written into the code "
+            "(a reshape, a fixed d_k or sequence length) instead of read from the inputs' shapes is the likely cause. "
+            "Fix the line that raises."
+        )
     else:
-        fix = f"It raises {error.type} on {raised_text} input: run it on an input of that rank and fix the line that raises."
+        fix = f"It raises {error.type} on every input it was given ({_ranks(ranks_raised)}): fix the line that raises."
     return replace(Diagnosis.of("crash", message, evidence, failed), fix=fix)
+
+
+def _ranks(ranks: list[int]) -> str:
+    """[2, 3, 4] as "2-D, 3-D and 4-D"."""
+    names = [f"{r}-D" for r in ranks]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def bad_return(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:

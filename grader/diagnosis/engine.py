@@ -300,6 +300,13 @@ def _load_failure(suite: Suite, run: WorkerRun) -> Diagnosis:
     d = Diagnosis.of("load-error", f"importing the file raised {describe.quote(error)}{where}", {"exception": error.type, "message": error.message, "line": error.line, **({"cell": error.cell} if error.cell else {})}, ("load",))
     missing = missing_module(error.type, error.message)
     if missing is None:
+        if error.cell:
+            # A notebook runs as one script, every code cell in order: "import submission" means
+            # nothing to its author; the cell does.
+            return replace(d, fix=(
+                f"Make the notebook run from top to bottom as a script: cell {error.cell} raises {error.type} at line {error.line}. "
+                "Fix that cell, or remove it if the function does not need it (a scratch or plotting cell)."
+            ))
         return d
     # Not installed for the grader either (else the run reports its own environment instead),
     # and no file of the submission: a helper module left out, or a plotting import.
