@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,25 @@ def test_softmaxes_over_the_last_axis_are_not_the_location(tmp_path: Path) -> No
         "        return self.sm(s) + F.softmax(s, -1) + torch.softmax(s, dim=-1) + s.softmax(-1) + softmax(s) + jax.nn.softmax(s)\n"
     )
     assert located(path, "softmax-wrong-axis") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "framework", "words"),
+    [
+        ("input-mutated", "torch", "q.div_"),
+        ("softmax-log", "torch", "torch.softmax"),
+        ("softmax-log", "jax", "jax.nn.softmax"),
+        ("mask-unasked", "torch", "masked_fill"),
+        ("mask-inverted", "jax", "jnp.where"),
+        ("mask-after-softmax", "torch", "masked_fill"),
+        ("mask-ignored", "jax", "jnp.where"),
+    ],
+)
+def test_fixes_are_written_in_the_submission_s_framework(name: str, framework: str, words: str) -> None:
+    from grader.diagnosis.fixes import in_framework
+    from grader.diagnosis.model import Diagnosis
+
+    numpy_fix = Diagnosis.of(name, "m", {}, ()).fix
+    fixed = in_framework(Diagnosis.of(name, "m", {}, ()), framework).fix
+    assert words in fixed and fixed != numpy_fix
+    assert re.search(r"(?<![j\w])np\.", fixed) is None  # jnp. is JAX's own

@@ -51,6 +51,30 @@ FIXES: dict[str, dict[str, str]] = {
         "torch": "Stay on tensors from q, k, v to the output: no .detach(), .numpy(), .item() or torch.no_grad(); torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1) @ v",
         "jax": "Stay in jnp from q, k, v to the output: no np.asarray, float() or jax.lax.stop_gradient (except on the max subtracted for stability)",
     },
+    "input-mutated": {
+        "torch": "q = q / math.sqrt(q.size(-1))   # a new tensor, not q /= ... or q.div_(...)",
+        "jax": "Build new arrays (q = q / jnp.sqrt(q.shape[-1])); never write into the caller's arrays through np.asarray views",
+    },
+    "softmax-log": {
+        "torch": "weights = torch.softmax(scores, dim=-1)   # not torch.log_softmax; or log_weights.exp()",
+        "jax": "weights = jax.nn.softmax(scores, axis=-1)   # not jax.nn.log_softmax; or jnp.exp(log_weights)",
+    },
+    "mask-unasked": {
+        "torch": "Apply a mask only when one is given: if mask is not None: scores = scores.masked_fill(~mask, float('-inf')).",
+        "jax": "Apply a mask only when one is given: if mask is not None: scores = jnp.where(mask, scores, -jnp.inf).",
+    },
+    "mask-inverted": {
+        "torch": "True means keep: scores = scores.masked_fill(~mask, float('-inf')) (not masked_fill(mask, ...)).",
+        "jax": "True means keep: scores = jnp.where(mask, scores, -jnp.inf) (not jnp.where(mask, -jnp.inf, scores)).",
+    },
+    "mask-after-softmax": {
+        "torch": "Mask the scores before the softmax: scores = scores.masked_fill(~mask, float('-inf')), then torch.softmax(scores, dim=-1).",
+        "jax": "Mask the scores before the softmax: scores = jnp.where(mask, scores, -jnp.inf), then jax.nn.softmax(scores, axis=-1).",
+    },
+    "mask-ignored": {
+        "torch": "scores = scores.masked_fill(~mask, float('-inf')) before the softmax (True = keep).",
+        "jax": "scores = jnp.where(mask, scores, -jnp.inf) before the softmax (True = keep).",
+    },
     "gradient-mismatch": {
         "torch": "Drop the custom torch.autograd.Function (or its backward) and let autograd differentiate the forward; or check the backward against torch.autograd.gradcheck",
         "jax": "Drop the jax.custom_vjp (or its bwd) and let jax.grad differentiate the forward; or check it against jax.test_util.check_grads",
