@@ -34,6 +34,8 @@ def test_corpus_submission(path: str, want: dict, grade_path) -> None:  # type: 
     assert error_names(report) == sorted(want["diagnoses"]), [d.message for d in report.diagnoses]
     if "warnings" in want:
         assert warning_names(report) == sorted(want["warnings"])
+    if "framework" in want:  # the arrays it was handed, where the imports alone would mislead
+        assert report.extra["framework"] == want["framework"]
 
 
 def test_corpus_timeout_is_stopped(prepared) -> None:  # type: ignore[no-untyped-def]

@@ -55,6 +55,8 @@ def _framework_entries() -> dict[str, dict]:  # type: ignore[type-arg]
     entries = {}
     for table, prefix in ((CORPUS / "expected.yaml", ""), (CORPUS / "forms" / "expected.yaml", "forms/")):
         for key, want in yaml.safe_load(table.read_text()).items():
+            if want.get("framework", want.get("requires")) != want.get("requires"):
+                continue  # needs the framework installed, but is graded in NumPy (its tests import torch)
             if want.get("requires") == "torch" or want.get("requires") == "jax" and prefix:
                 entries[prefix + want.get("path", key)] = want
     return entries
