@@ -4,9 +4,9 @@ JAX compiles every operation for every shape it meets (XLA), and nothing compile
 so each JAX worker used to compile the same few hundred small programs again: most of its time.
 JAX can keep compiled programs in a folder, its persistent compilation cache, looked up by a hash
 of the program (without file names or line numbers), the compiler's version and its options. A
-batch with JAX submissions gets such a folder, filled before its first JAX worker starts, and
-each JAX worker looks its operations up there; what it does not find it compiles itself, as
-before.
+batch with JAX submissions gets such a folder, filled before its third JAX worker starts, and
+each JAX worker from then on looks its operations up there; what it does not find it compiles
+itself, as before.
 
 A cache entry is native code that the worker runs, so who writes the folder matters:
 
@@ -21,10 +21,10 @@ A cache entry is native code that the worker runs, so who writes the folder matt
 * the folder belongs to the run: made with it, removed at its end. Nothing persists between runs,
   so no run can leave anything for the next.
 
-The worker's half, which points its JAX at the folder, is grader.sandbox.compile_cache: no worker
-imports this module and its styles. Only a batch gets one (see pipeline.run), filled when its third JAX submission is about to run:
-filling takes about as long as two JAX workers compiling for themselves (8 s on one core), so
-one or two JAX submissions would not repay it.
+The worker's half, which points its JAX at the folder, is grader.sandbox.compile_cache: no
+worker imports this module and its styles. Only a batch gets a folder (see pipeline.run), filled
+when its third JAX submission is about to run: filling takes about as long as two JAX workers
+compiling for themselves (8 s on one core), so one or two JAX submissions would not repay it.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
 from grader.sandbox.compile_cache import use_compile_cache
+from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
 
 # The filling process is the grader's own code, but XLA is large: bounded all the same.
 FILL_TIMEOUT_S = 300.0
@@ -129,6 +129,9 @@ def _filled(shapes: list[CallShape]) -> tuple[str | None, str]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         shutil.rmtree(folder, ignore_errors=True)
         return None, f"the filling process failed: {type(exc).__name__}"
+    except BaseException:  # interrupted: the process is killed by subprocess.run, the folder goes too
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     finally:
         shutil.rmtree(home, ignore_errors=True)
     if proc.returncode != 0 or not os.listdir(folder):

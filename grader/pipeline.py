@@ -166,7 +166,7 @@ def _in_parallel(
     """run() with a pool of threads and ``jobs`` worker slots, granted in submission order."""
     stopping = threading.Event()
     slots = Slots(jobs, stopping)
-    compiled = JaxCompileCache()  # filled when the first JAX submission needs it, if one does
+    compiled = JaxCompileCache()  # filled when the batch's third JAX submission is about to run, if one is
 
     def work(index: int, ticket: Ticket) -> Graded:
         try:
@@ -237,7 +237,7 @@ def observe(
     """Run one submission file (.py or notebook) in a worker (forked by ``forkserver`` if given)
     and collect what it did; ``slot`` is held while the worker lives (see run_submission);
     ``alone``: the worker may read the file but not its folder (one of many in a batch folder);
-    ``compiled``: a batch's JAX compile cache, filled for the first JAX submission that comes.
+    ``compiled``: a batch's JAX compile cache (grader.jax_cache), for a JAX submission.
     Nothing here compares anything with the references. Raises SandboxError when no worker can
     run it (for example --strict-sandbox without isolation)."""
     submission = prepare_submission(path, prepared.framework, root)
