@@ -191,7 +191,33 @@ def test_action_declares_the_outputs_its_step_writes() -> None:
     assert "${{ inputs." not in _grade_step()["run"]  # inputs reach the shell through env only
 
 
-def _run_step(tmp_path: Path, checkout: Path, args: str = "") -> tuple[int, dict[str, str], str]:
+def test_every_python_of_the_action_is_isolated_from_the_checkout() -> None:
+    """`python -m` puts the current folder (the candidate's checkout) first on the import path."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    runs = [step for step in action["runs"]["steps"] if "run" in step]
+    calls = [line.strip() for step in runs for line in step["run"].splitlines() if re.match(r"\s*python3?\s", line)]
+    assert calls and all(re.match(r"python3? -I -m ", call) for call in calls), calls
+    install = next(step for step in runs if "pip install" in step["run"])
+    assert install["working-directory"] == "${{ runner.temp }}"
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="the action's step is a bash script")
+def test_a_checkout_cannot_shadow_the_modules_of_the_action_step(tmp_path: Path) -> None:
+    """A json.py and a grader/ in the checkout, where the runner starts the step: neither runs."""
+    checkout = tmp_path / "candidate"
+    checkout.mkdir()
+    shutil.copy(EXAMPLES / "correct.py", checkout / "attention.py")
+    marker = tmp_path / "shadow-ran"
+    payload = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    (checkout / "json.py").write_text(payload)
+    (checkout / "grader").mkdir()
+    (checkout / "grader" / "__init__.py").write_text(payload)
+    code, outputs, _ = _run_step(tmp_path, checkout, cwd=checkout)
+    assert not marker.exists(), marker.read_text()
+    assert code == 0 and outputs["passed"] == "true" and outputs["exit-code"] == "0"
+
+
+def _run_step(tmp_path: Path, checkout: Path, args: str = "", cwd: Path | None = None) -> tuple[int, dict[str, str], str]:
     """The Grade step's script, run by bash as the runner runs it, with this Python's `grade`."""
     step = _grade_step()
     outputs = tmp_path / "github_output"
@@ -203,7 +229,7 @@ def _run_step(tmp_path: Path, checkout: Path, args: str = "") -> tuple[int, dict
         GITHUB_OUTPUT=str(outputs), GITHUB_ACTIONS="true", RUNNER_TEMP=str(tmp_path), CI="true",
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(ROOT),
     )
-    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=cwd or tmp_path, env=env, capture_output=True, text=True, timeout=300)
     values = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
     return proc.returncode, values, proc.stdout
 
