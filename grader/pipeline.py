@@ -240,7 +240,7 @@ def observe(
     ``compiled``: a batch's JAX compile cache (grader.jax_cache), for a JAX submission.
     Nothing here compares anything with the references. Raises SandboxError when no worker can
     run it (for example --strict-sandbox without isolation)."""
-    submission = prepare_submission(path, prepared.framework, root)
+    submission = prepare_submission(path, prepared.framework, root, alone=alone)
     extra: dict[str, object] = {}
     if isinstance(submission, Unloadable):
         return Observed(path, root, submission, _unloadable_run(submission), extra)

@@ -72,9 +72,9 @@ def _helper_files(module: str, level: int, here: Path, plan: LoadPlan) -> list[P
     return found
 
 
-def framework_sources(file: Path, first: str, plan: LoadPlan) -> set[Framework]:
+def framework_sources(file: Path, first: str, plan: LoadPlan, follow: bool = True) -> set[Framework]:
     """The frameworks imported by the submission and by its own helper modules (followed through
-    the candidate's files only, a bounded number of them)."""
+    the candidate's files only, a bounded number of them; with ``follow=False``, the file's own)."""
     found: set[Framework] = set()
     queue: deque[tuple[Path, str]] = deque([(file, first)])
     seen = {file.resolve()}
@@ -84,7 +84,7 @@ def framework_sources(file: Path, first: str, plan: LoadPlan) -> set[Framework]:
         if tree is None:
             continue
         found |= frameworks_of(imported_modules(tree))
-        for node in statements(tree):
+        for node in statements(tree) if follow else ():
             if isinstance(node, ast.ImportFrom):
                 names = [node.module or ""] + [f"{node.module}.{a.name}" if node.module else a.name for a in node.names]
                 targets = [p for n in names for p in _helper_files(n, node.level, path.parent, plan)]
@@ -104,8 +104,11 @@ def framework_sources(file: Path, first: str, plan: LoadPlan) -> set[Framework]:
     return found
 
 
-def prepare_submission(file: Path, framework_setting: str = "auto", root: Path | None = None) -> Submission | Unloadable:
-    """Read ``file`` (a .py file or a notebook) as data and decide how the worker runs it."""
+def prepare_submission(file: Path, framework_setting: str = "auto", root: Path | None = None, *, alone: bool = False) -> Submission | Unloadable:
+    """Read ``file`` (a .py file or a notebook) as data and decide how the worker runs it.
+    ``alone``: a loose file of a batch folder, whose worker may read the file and nothing beside
+    it; its framework then comes from its own imports only, never from a neighbour's file that
+    happens to have the name of one of them (which another candidate may have put there)."""
     plan = load_plan(file, root)
     notebook = None
     if file.suffix == ".ipynb":
@@ -120,7 +123,7 @@ def prepare_submission(file: Path, framework_setting: str = "auto", root: Path |
         except OSError as exc:
             return Unloadable("OSError", f"cannot read the file: {exc.strerror}")
     try:
-        framework = choose(framework_setting, framework_sources(file, text, plan) if framework_setting == "auto" else set())
+        framework = choose(framework_setting, framework_sources(file, text, plan, follow=not alone) if framework_setting == "auto" else set())
     except FrameworkChoiceError as exc:
         return Unloadable("FrameworkChoiceError", str(exc))
     if not installed(framework):

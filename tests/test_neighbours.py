@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from grader.entry import load_plan
+from grader.submission import framework_sources
 from tests.test_hostile import MODES, _command, _env, _mode_unavailable
 
 VICTIM = '''\
@@ -109,3 +111,37 @@ def test_a_single_file_still_imports_its_own_helper_module(tmp_path: Path) -> No
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+
+
+CAREFUL = '''\
+import numpy as np
+
+try:
+    import plotting  # the demo's charts, when the module is there
+except ImportError:
+    plotting = None
+
+
+def attention(Q, K, V):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ V
+'''
+
+
+def test_a_neighbour_named_like_an_import_does_not_choose_the_framework(tmp_path: Path) -> None:
+    """Another candidate's plotting.py that imports torch, beside a NumPy file that tries to
+    import a plotting module: the loose file's worker never sees the neighbour, so its framework
+    comes from its own imports. Graded by name, its folder is its own, and the helper counts."""
+    (tmp_path / "alice.py").write_text(CAREFUL)
+    (tmp_path / "plotting.py").write_text("import torch\n")
+    text = CAREFUL
+    plan = load_plan(tmp_path / "alice.py")
+    assert framework_sources(tmp_path / "alice.py", text, plan, follow=False) == set()
+    assert framework_sources(tmp_path / "alice.py", text, plan) == {"torch"}
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "--no-cache", "--format", "json", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    by_name = {Path(s["path"]).name: s for s in json.loads(done.stdout)["submissions"]}
+    assert by_name["alice.py"]["passed"] and by_name["alice.py"]["extra"]["framework"] == "numpy", by_name["alice.py"]
