@@ -25,9 +25,10 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import tokenize
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from grader.observation import ErrorInfo, Observation, WorkerRun
 
@@ -107,6 +108,50 @@ def _cell_magic(text: str) -> str | None:
     return first[2:].split(maxsplit=1)[0] if first[2:].strip() else ""
 
 
+def _lines(text: str) -> list[str]:
+    """The lines of a cell as Python's tokenizer sees them: ended by \\n, \\r\\n or \\r only
+    (``str.splitlines`` also splits at a form feed or U+2028, which may sit inside a string)."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def _clean_cell(lines: list[str], clean: Callable[[str], str]) -> list[str]:
+    """The lines of a cell with ``clean`` applied to those that start a statement, and only to
+    those: IPython takes a line for a magic or a shell command only there, so a ``!= 2)`` inside
+    brackets, a ``% 3`` after a backslash or a ``%s`` inside a docstring stays Python.
+
+    Python's own tokenizer says where statements start. It reads the cell one line at a time,
+    and each line is cleaned as it is handed over, so the cell is read once, however long its
+    statements. Where the tokenizer gives up (broken code), it starts again at the next line;
+    Python reports the error itself when the worker loads the notebook."""
+    out: list[str] = []
+    continued = False  # is the next line inside a statement begun above it?
+    depth = 0  # open brackets
+
+    def readline() -> str:
+        nonlocal continued
+        if len(out) == len(lines):
+            return ""
+        line = lines[len(out)]
+        out.append(line if continued else clean(line))
+        continued = True  # until the tokenizer ends the statement
+        return out[-1] + "\n"
+
+    while len(out) < len(lines):
+        continued, depth = False, 0
+        try:
+            for token in tokenize.generate_tokens(readline):
+                if token.type == tokenize.OP and token.string in "([{":
+                    depth += 1
+                elif token.type == tokenize.OP and token.string in ")]}":
+                    depth = max(0, depth - 1)
+                elif token.type == tokenize.NEWLINE or (token.type == tokenize.NL and depth == 0):
+                    continued = False
+        except (tokenize.TokenError, SyntaxError):
+            continue
+    return out
+
+
 def convert(doc: Any) -> NotebookSource:
     """Join the code cells of a parsed notebook document. Raises NotebookError."""
     lines: list[str] = []
@@ -119,12 +164,17 @@ def convert(doc: Any) -> NotebookSource:
         magic = _cell_magic(text)
         if magic is not None and magic not in PYTHON_CELL_MAGICS:
             continue  # another language (bash, html) or a file written (writefile): left out whole
-        for index, line in enumerate(text.splitlines(), start=1):
-            python_cell_magic = magic is not None and line.lstrip().startswith("%%")
-            lines.append(f"{line[: len(line) - len(line.lstrip())]}pass" if python_cell_magic else _clean_line(line))
-            line_map.append((number, index))
+        cell_lines = _lines(text)
+
+        def clean(line: str, timed: bool = magic is not None) -> str:
+            if timed and line.lstrip().startswith("%%"):  # the %%time line of a cell that runs Python
+                return f"{line[: len(line) - len(line.lstrip())]}pass"
+            return _clean_line(line)
+
+        lines += _clean_cell(cell_lines, clean)
+        line_map += [(number, index) for index in range(1, len(cell_lines) + 1)]
         lines.append("")  # a blank line between cells, as if each cell ended a block
-        line_map.append((number, len(text.splitlines()) + 1))
+        line_map.append((number, len(cell_lines) + 1))
     source = "\n".join(lines) + "\n"
     if len(source) > MAX_SOURCE_CHARS:
         raise NotebookError(f"the code cells hold more than {MAX_SOURCE_CHARS // (1024 * 1024)} MB of text")

@@ -24,6 +24,32 @@ def test_code_cells_are_joined_and_magics_become_pass() -> None:
     compile(nb.source, "nb.ipynb", "exec")
 
 
+CONTINUED = [
+    # (a cell that runs in IPython as written, a name it must define and its value)
+    ("ok = (len('ab')\n!= 3)", "ok", True),
+    ("rest = (7\n% 3)", "rest", 1),
+    ("total = 1 + \\\n!= 0" , None, None),  # a syntax error in IPython too: left for Python to report
+    ("doc = '''Usage:\n%s rows\n!cmd\n'''", "doc", "Usage:\n%s rows\n!cmd\n"),
+    ("text = 'a\fb\u2028c'", "text", "a\fb\u2028c"),
+    ("text = 'a\x85b'", "text", "a\x85b"),
+]
+
+
+@pytest.mark.parametrize(("cell", "name", "value"), CONTINUED, ids=["neq", "modulo", "backslash", "docstring", "line-separators", "nel"])
+def test_lines_that_continue_a_statement_are_python_not_magics(cell: str, name: str | None, value: object) -> None:
+    """IPython takes a line for a magic or a shell command only where a statement starts, and
+    splits a cell where Python's tokenizer does (not at a form feed or U+2028 in a string)."""
+    nb = convert(doc(("code", cell), ("code", "%matplotlib inline\nafter = !ls")))
+    assert nb.source.rstrip("\n").split("\n")[-2:] == ["pass", "after = []"]  # magics still cleaned
+    if name is None:
+        with pytest.raises(SyntaxError):
+            compile(nb.source, "nb.ipynb", "exec")
+        return
+    namespace: dict[str, object] = {}
+    exec(compile(nb.source, "nb.ipynb", "exec"), namespace)
+    assert namespace[name] == value
+
+
 @pytest.mark.parametrize("magic", ["%%time", "%%timeit -n 1 -r 1", "%%capture out"])
 def test_a_cell_magic_that_runs_python_keeps_its_body(magic: str) -> None:
     """Colab's %%time above the cell that defines the function: the function is defined."""
