@@ -27,7 +27,7 @@ def located(path: Path, name: str, **evidence: object) -> str | None:
         ("buggy/scale-multiplied-class.py", "scale-multiplied", "d_k ** 0.5"),
         ("buggy/scale-by-seq-len.py", "scale-by-seq-len", "K.shape[-2]"),
         ("buggy/scale-k-shape1.py", "scale-by-seq-len", "K.shape[1]"),
-        ("buggy/scale-len-q0.py", "scale-by-seq-len", "math.sqrt(dk)"),
+        ("buggy/scale-len-q0.py", "scale-by-seq-len", "dk = len(Q[0])"),
         ("buggy/scale-by-dv.py", "scale-by-dv", "V.shape[-1]"),
         ("buggy/scale-v-shape1.py", "scale-by-dv", "V.shape[1]"),
         ("buggy/scale-v-shape1.py", "scale-by-seq-len", "V.shape[1]"),
@@ -52,10 +52,10 @@ def located(path: Path, name: str, **evidence: object) -> str | None:
         ("buggy/hardcoded-shapes.py", "hardcoded", "not in KNOWN"),
         ("buggy/timeout.py", "timeout", "while True"),
         # Indirect scales, in numpy, torch and JAX code (read as text: no framework is imported).
-        ("buggy/rank-scale-ndim.py", "scale-constant", "np.sqrt(d)"),
+        ("buggy/rank-scale-ndim.py", "scale-constant", "d = K.ndim"),
         ("buggy/rank-scale-dim-torch-class.py", "scale-constant", "/ self.scale"),
         ("buggy/rank-scale-ndim-jax.py", "scale-constant", "jnp.sqrt(k.ndim)"),
-        ("buggy/rank-scale-size2-torch.py", "scale-by-seq-len", "math.sqrt(d_k)"),
+        ("buggy/rank-scale-size2-torch.py", "scale-by-seq-len", "d_k = q.size(2)"),
         ("buggy/rank-scale-shape2-einsum.py", "scale-by-seq-len", "Q.shape[2]"),
         ("buggy/rank-transpose01-torch.py", "batch-transpose", "k.transpose(0, 1)"),
         # A softmax's axis wherever it is written: a module built elsewhere is located where it is
@@ -194,3 +194,41 @@ def test_fixes_are_written_in_the_submission_s_framework(name: str, framework: s
     fixed = in_framework(Diagnosis.of(name, "m", {}, ()), framework).fix
     assert words in fixed and fixed != numpy_fix
     assert re.search(r"(?<![j\w])np\.", fixed) is None  # jnp. is JAX's own
+
+
+NAMED_INPUTS = {
+    "torch": (
+        "import math\nimport torch\n\ndef attention(query, key, value):\n"
+        "    return torch.softmax(query @ key.transpose(-1, -2), dim=-1) @ value\n"
+    ),
+    "numpy": (
+        "import numpy as np\n\ndef attention(q, k, v):\n"
+        "    s = q @ np.swapaxes(k, -1, -2)\n    w = np.exp(s - s.max(-1, keepdims=True))\n"
+        "    return w / w.sum(-1, keepdims=True) @ v\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(("framework", "words", "absent"), [("torch", "query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))", "q @"), ("numpy", "q @ np.swapaxes(k, -1, -2)", "Q @")])
+def test_the_fix_uses_the_submission_s_own_input_names(tmp_path: Path, framework: str, words: str, absent: str) -> None:
+    path = tmp_path / "attention.py"
+    path.write_text(NAMED_INPUTS[framework])
+    (d,) = attach_locations(path, [Diagnosis.of("scale-missing", "measured")])
+    assert words in d.fix and absent not in d.fix, d.fix
+
+
+SIZE_READ = [
+    # (code, diagnosis, the line blamed): where the wrong size is read, not where it is used
+    ("def attention(Q, K, V):\n    scale = V.shape[-1] ** -0.5\n    s = Q @ K.swapaxes(-1, -2) * scale\n    return s @ V\n", "scale-by-dv", "scale = V.shape[-1] ** -0.5"),
+    ("def attention(Q, K, V):\n    d_k = K.shape[0]\n    s = Q @ K.swapaxes(-1, -2) / d_k ** 0.5\n    return s @ V\n", "scale-by-seq-len", "d_k = K.shape[0]"),
+    # a power mistake is blamed where the power is (not) written, so the division here
+    ("def attention(Q, K, V):\n    d_k = K.shape[-1]\n    s = Q @ K.swapaxes(-1, -2) / d_k\n    return s @ V\n", "scale-by-dk", "/ d_k"),
+    ("def attention(Q, K, V):\n    d_k = K.shape[-1]\n    scale = 1 / d_k\n    s = Q @ K.swapaxes(-1, -2) * scale\n    return s @ V\n", "scale-by-dk", "scale = 1 / d_k"),
+]
+
+
+@pytest.mark.parametrize(("code", "name", "fragment"), SIZE_READ, ids=["dv-named", "seq-len-named", "dk-used", "dk-named"])
+def test_a_scale_is_blamed_where_its_mistake_is_written(tmp_path: Path, code: str, name: str, fragment: str) -> None:
+    path = tmp_path / "attention.py"
+    path.write_text(code)
+    assert fragment in (located(path, name) or "")

@@ -8,6 +8,7 @@ no entry here keeps the registry's text, which says what to do without naming fu
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 from grader.diagnosis.model import Diagnosis
@@ -95,6 +96,18 @@ def framework_of(tree: ast.Module | None) -> str | None:
     return next((f for f in ("torch", "jax") if f in found), None)
 
 
-def in_framework(d: Diagnosis, framework: str | None) -> Diagnosis:
-    text = FIXES.get(d.name, {}).get(framework or "")
-    return replace(d, fix=text) if text else d
+# One-letter names of the inputs in the fixes' code (Q, K, V in numpy's, q, k, v in torch's and
+# JAX's); ``d_k`` and ``T_q`` are not matched (the underscore is part of the word).
+_INPUT = re.compile(r"\b([QKVqkv])\b")
+# Fixes whose letters are the formula's, not the submission's variables.
+_FORMULAS = frozenset({"function-missing", "values-mismatch", "gradient-mismatch"})
+
+
+def in_framework(d: Diagnosis, framework: str | None, inputs: dict[str, str] | None = None) -> Diagnosis:
+    """The fix in the submission's framework and with its own names for the inputs: ``inputs``
+    maps the letters of the fix's code to the submission's names (see locate.Source.inputs), so
+    the line to write can be pasted as it is."""
+    text = FIXES.get(d.name, {}).get(framework or "") or d.fix
+    if inputs and d.name not in _FORMULAS:
+        text = _INPUT.sub(lambda m: inputs.get(m.group(1), m.group(1)), text)
+    return replace(d, fix=text) if text != d.fix else d

@@ -18,7 +18,7 @@ import ast
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Literal
 
 from grader.diagnosis import fixes, locate_softmax
 from grader.diagnosis.locate_softmax import axis_argument
@@ -63,6 +63,16 @@ class Source:
     scope: dict[int, int] = field(default_factory=dict)  # id(node) -> rank: 0 graded function, 1 other code, 2 demo code
     all_nodes: list[ast.AST] = field(default_factory=list)
     by_kind: dict[tuple[type, ...], list[Any]] = field(default_factory=dict)
+
+    def inputs(self) -> dict[str, str]:
+        """The one-letter input names of the fixes' code (Q, K, V; q, k, v) -> the names to write
+        in this submission: a letter the graded function uses itself stays, any other becomes the
+        function's parameter of that role (``key`` for K and k in ``def attention(query, key, value)``)."""
+        used = {n.id for n in self.all_nodes if isinstance(n, ast.Name) and self.scope.get(id(n)) == 0}
+        params: dict[str, str] = {}
+        for name, role in self.roles.items():
+            params.setdefault(role, name)
+        return {letter: letter if letter in used else params[letter.upper()] for letter in "QKVqkv" if letter.upper() in params}
 
     def location(self, node: ast.AST) -> Location | None:
         line = getattr(node, "lineno", None)
@@ -119,7 +129,7 @@ def attach_locations(path: Path, diagnoses: list[Diagnosis], function: str = "at
                 location = _in_cell(locate(d, source, path), notebook)
         except (RecursionError, MemoryError, ValueError, TypeError, AttributeError, IndexError, KeyError):
             location = None  # a strange tree gives no location, never an error
-        d = fixes.in_framework(d, framework)
+        d = fixes.in_framework(d, framework, source.inputs() if source is not None else None)
         out.append(replace(d, location=location) if location is not None else d)
     return out
 
@@ -359,6 +369,7 @@ class ScaleSite:
 
     node: ast.AST
     factor: Factor  # the effect on the scores: d_k^-0.5 for "/ np.sqrt(d_k)"
+    operand: ast.expr  # the factor as written there: "np.sqrt(d_k)", "scale"
 
 
 def scale_sites(source: Source) -> Iterator[ScaleSite]:
@@ -376,7 +387,7 @@ def scale_sites(source: Source) -> Iterator[ScaleSite]:
             found = factor(source, operand)
             if found is not None:
                 power = -found.power if isinstance(op, ast.Div) else found.power
-                yield ScaleSite(node, Factor(found.base, power))
+                yield ScaleSite(node, Factor(found.base, power), operand)
                 break
 
 
@@ -391,11 +402,41 @@ def _exponent_near(power: float, target: float) -> bool:
     return abs(power - target) < 1e-6
 
 
-def _scale_finder(predicate: Callable[[Factor], bool]) -> Callable[[Source, Diagnosis], ast.AST | None]:
+def _definitions(source: Source, operand: ast.expr) -> list[ast.expr]:
+    """What the names in a scale factor were assigned, outermost first: for ``s * scale`` with
+    ``scale = 1 / np.sqrt(d)`` and ``d = V.shape[-1]``, those two right-hand sides."""
+    chain: list[ast.expr] = []
+    expr = operand
+    for _ in range(ALIAS_DEPTH):
+        name = next((n for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in source.aliases and n.id not in source.roles), None)
+        if name is None or source.aliases[name.id] in chain:
+            break
+        expr = source.aliases[name.id]
+        chain.append(expr)
+    return chain
+
+
+def _makes_power(expr: ast.expr) -> bool:
+    """Does the expression raise a size to a power (a root, a division, **), not just read it?"""
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Pow, ast.Div)) or isinstance(n, ast.Call) and _call_name(n) in ("sqrt", "rsqrt") for n in ast.walk(expr))
+
+
+ScaleMistake = Literal["size", "power", "use"]
+
+
+def _scale_finder(predicate: Callable[[Factor], bool], wrong: ScaleMistake = "power") -> Callable[[Source, Diagnosis], ast.AST | None]:
+    """The line of the scale a diagnosis blames. ``wrong``: which part of it is the mistake: the
+    size read (K.shape[0], V.size(-1), a constant), found where it is assigned if a name holds
+    it; the power (no root, d_k * ...), where the root or the division is written; or the use
+    (a scale applied after the softmax), where the scores or weights are scaled."""
     def find(source: Source, d: Diagnosis) -> ast.AST | None:
         for site in scale_sites(source):
-            if predicate(site.factor):
-                return site.node
+            if not predicate(site.factor):
+                continue
+            chain = [] if wrong == "use" else _definitions(source, site.operand)
+            if wrong == "size" and chain:
+                return chain[-1]
+            return next((e for e in chain if _makes_power(e)), site.node)
         return None
 
     return find
@@ -621,9 +662,9 @@ def find_wrong_backward(source: Source, d: Diagnosis) -> ast.AST | None:
 FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
     "scale-by-dk": _scale_finder(lambda f: f.base in ("d_k", "shape1") and _exponent_near(f.power, -1.0)),
     "scale-multiplied": _scale_finder(lambda f: f.base == "d_k" and f.power > 0),
-    "scale-by-seq-len": _scale_finder(lambda f: f.base in ("T_q", "T_k", "shape0", "shape1", "shape2", "V1") and f.power < 0),
-    "scale-by-dv": _scale_finder(lambda f: f.base in ("d_v", "V1")),
-    "scale-constant": _scale_finder(lambda f: f.base in ("const", "ndim")),
+    "scale-by-seq-len": _scale_finder(lambda f: f.base in ("T_q", "T_k", "shape0", "shape1", "shape2", "V1") and f.power < 0, "size"),
+    "scale-by-dv": _scale_finder(lambda f: f.base in ("d_v", "V1"), "size"),
+    "scale-constant": _scale_finder(lambda f: f.base in ("const", "ndim"), "size"),
     "scale-other": _scale_finder(lambda f: f.base in ("d_k", "?") and not _exponent_near(f.power, -0.5)),
     "scale-missing": find_scale_missing,
     "batch-transpose": find_transpose,
@@ -637,7 +678,7 @@ FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
     "timeout": find_timeout,
     "bad-return": find_bad_return,
     "memory-limit": find_allocation,
-    "scale-after-softmax": _scale_finder(lambda f: f.base == "d_k"),
+    "scale-after-softmax": _scale_finder(lambda f: f.base == "d_k", "use"),
     "softmax-unnormalised": _calls_named("exp"),
     "softmax-log": _calls_named("log", "log_softmax", "logsumexp"),
     "mask-unasked": _calls_named("tril", "triu", "masked_fill"),
