@@ -92,7 +92,7 @@ def test_a_2d_submission_fails_the_default_suite_but_passes_the_2d_take_home(pre
     default = grade_file(path, prepared_for(None))
     assert not default.passed
     # fresh: its random cases include a batch and a multi-head batch
-    assert {c.id for c in default.checks if not c.passed} == {"batch", "batch-square", "multihead", "fresh"}
+    assert {c.id for c in default.checks if not c.passed} == {"batch", "batch-square", "multihead", "length-one", "fresh"}
 
 
 def test_the_2d_suite_runs_no_batched_probe(prepared_for) -> None:  # type: ignore[no-untyped-def]

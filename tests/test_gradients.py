@@ -94,9 +94,9 @@ def default_text() -> str:
 def test_default_suite_has_the_check_for_frameworks_only() -> None:
     suite = parse_suite(default_text(), "suite.yaml")
     assert [c.id for c in suite.checks if c.kind == GRADIENTS] == ["gradients"]
-    assert suite.max_score == 16 and suite.max_score_for("torch") == suite.max_score_for("jax") == 16
+    assert suite.max_score == 17 and suite.max_score_for("torch") == suite.max_score_for("jax") == 17
     numpy = suite.for_framework("numpy")
-    assert numpy.max_score == suite.max_score_for("numpy") == 15  # the NumPy maximum is unchanged
+    assert numpy.max_score == suite.max_score_for("numpy") == 16  # the NumPy maximum is unchanged
     assert GRADIENTS not in [c.kind for c in numpy.checks]
 
 
@@ -104,7 +104,7 @@ def test_default_suite_has_the_check_for_frameworks_only() -> None:
 def test_gradients_off_turns_the_check_off(switch: str) -> None:
     suite = parse_suite(default_text().replace("gradients: on", f"gradients: {switch}"), "suite.yaml")
     assert GRADIENTS not in [c.kind for c in suite.checks] and "gradients" in suite.disabled
-    assert suite.max_score == 15
+    assert suite.max_score == 16
     assert not any(p.gradients for p in build_probes(suite, load_references(suite), fresh_seed=1))
     assert suite.fingerprint() != parse_suite(default_text(), "suite.yaml").fingerprint()  # no cached verdict is reused
 
@@ -258,7 +258,7 @@ def test_numpy_judgement_has_no_gradients_check(prepared: Prepared) -> None:
 def test_numpy_submissions_get_no_gradients_check(grade_path: Callable[[Path], Report]) -> None:
     report = grade_path(EXAMPLES / "correct.py")
     assert report.passed and "gradients" not in [c.id for c in report.checks]
-    assert report.max_score == 15 == report.score
+    assert report.max_score == 16 == report.score
 
 
 # -- through the worker (PyTorch, JAX) ----------------------------------------------------------
@@ -392,7 +392,7 @@ def diagnosis(report: Report, name: str) -> Diagnosis:
 def test_a_correct_submission_passes_the_gradient_check(framework_grade: Callable[..., Report], source: str, framework: str) -> None:
     report = framework_grade(source, framework)
     assert report.passed and gradients_check(report) == "passed"
-    assert report.score == report.max_score == 16
+    assert report.score == report.max_score == 17
 
 
 @pytest.mark.framework
@@ -408,7 +408,7 @@ def test_the_examples_name_the_inputs_without_gradient(grade_path: Callable[[Pat
     report = grade_path(EXAMPLES / example)
     d = diagnosis(report, "not-differentiable")
     assert d.evidence["inputs"] == inputs
-    assert gradients_check(report) == "failed" and report.score == 15  # every forward check passes
+    assert gradients_check(report) == "failed" and report.score == 16  # every forward check passes
     assert d.location is not None and line in d.location.code
 
 
@@ -466,7 +466,7 @@ def test_gradients_off_turns_it_off_for_frameworks(tmp_path: Path) -> None:
     path = tmp_path / "detach.py"
     path.write_text((EXAMPLES / "not_differentiable_torch.py").read_text())
     report = grade_file(path, off)
-    assert report.passed and report.max_score == 15 == report.score
+    assert report.passed and report.max_score == 16 == report.score
     assert "gradients" not in [c.id for c in report.checks]
 
 
@@ -491,7 +491,7 @@ def test_a_hostile_backward_is_reported_as_data(framework_grade: Callable[..., R
     d = diagnosis(report, name)
     assert {k: d.evidence.get(k) for k in evidence} == evidence
     assert gradients_check(report) == "failed"
-    assert report.score == 15  # every forward observation came before the gradient probes
+    assert report.score == 16  # every forward observation came before the gradient probes
 
 
 @pytest.mark.framework
@@ -499,4 +499,4 @@ def test_a_backward_that_hangs_is_stopped_by_the_time_limit(framework_grade: Cal
     report = framework_grade(TORCH_BACKWARD.replace("BODY", "while True:\n            pass"), timeout_s=3.0)
     d = diagnosis(report, "timeout")
     assert d.evidence["probe"] == "small/gradients"
-    assert gradients_check(report) == "failed" and report.score == 15
+    assert gradients_check(report) == "failed" and report.score == 16

@@ -24,7 +24,7 @@ from grader.report.model import Report
 from grader.report.summary import Row
 from grader.report.text import TextReporter
 
-INFO = RunInfo("attention-default", 15.0)
+INFO = RunInfo("attention-default", 16.0)
 WIDTH, HEIGHT = 100, 30
 
 
@@ -52,7 +52,7 @@ def test_the_seeds_report_fits_a_100_by_30_terminal(seed: Report) -> None:
 def test_most_important_first(seed: Report) -> None:
     out, _ = shown([seed])
     lines = out.splitlines()
-    assert lines[0].startswith("FAILED  ") and "5/15 points" in lines[0] and "2 bugs named" in lines[0]
+    assert lines[0].startswith("FAILED  ") and "5/16 points" in lines[0] and "2 bugs named" in lines[0]
 
     def at(text: str) -> int:
         return next(i for i, line in enumerate(lines) if text in line)
@@ -113,7 +113,7 @@ def test_a_batch_ends_with_its_table_in_the_order_given(grade_path) -> None:  # 
     start = lines.index(next(line for line in lines if line.startswith("submissions")))
     assert lines[start + 1].split() == ["candidate", "verdict", "score", "bugs", "named", "time"]
     table = lines[start + 2 : start + 2 + len(names)]
-    assert [line.split()[:3] for line in table] == [["seed_buggy", "failed", "5/15"], ["correct", "passed", "15/15"], ["load_error", "failed", "0/15"]]
+    assert [line.split()[:3] for line in table] == [["seed_buggy", "failed", "5/16"], ["correct", "passed", "16/16"], ["load_error", "failed", "0/16"]]
     assert "scale-by-dk, batch-transpose" in table[0] and "load-error" in table[2]
     # The reports above it in the same order, the summary after it.
     assert [line.split()[1] for line in lines if re.match(r"(PASSED|FAILED)  ", line)] == [str(r.path) for r in reports]

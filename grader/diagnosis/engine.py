@@ -38,6 +38,7 @@ from grader.diagnosis.gradients import gradient_diagnoses, gradient_verdicts, wi
 from grader.diagnosis.masks import mask_diagnoses
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import OVERFLOW_ERRORS, Evidence
+from grader.diagnosis.squeeze import restore_dropped_axes
 from grader.frameworks import is_framework_memory_error
 from grader.observation import ErrorInfo, Observation, WorkerRun
 from grader.probes import Probe, tolerance_for
@@ -92,6 +93,9 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
         diagnoses.append(Diagnosis.of("memory-limit", message, {"probe": first.name, "memory_errors": len(memory_probes)}, failed))
     for name in memory_probes:
         del observed[name]
+    # A squeezed result is judged in the output's shape from here on: the squeeze is one mistake,
+    # named apart, and what the math beside it did is still replayed.
+    observed, squeezed = restore_dropped_axes(suite, by_name, observed, failed)
 
     random = behaviour.nondeterministic(by_name, run.observations, suite.tolerance, failed)
     if random is None and not failed and run.status == "completed" and len(observed) == len(by_name):
@@ -106,6 +110,8 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
 
         ev = Evidence(dict(by_name), observed, {n: tolerance_for(p, suite.tolerance) for n, p in by_name.items()})
         found = [d for judge in (describe.crash, describe.bad_return) if (d := judge(ev, list(observed), failed)) is not None] + [random]
+    if squeezed is not None:
+        found.append(squeezed)
     mutated = behaviour.input_mutated(by_name, run.observations, failed)
     if mutated is not None:
         found.append(mutated)

@@ -516,6 +516,11 @@ def find_returns_weights(source: Source, d: Diagnosis) -> ast.AST | None:
     return _last_return(source)
 
 
+def find_squeeze(source: Source, d: Diagnosis) -> ast.AST | None:
+    """The squeeze (np.squeeze, .squeeze(), torch.squeeze), else the last return."""
+    return next((n for n in _nodes(source, ast.Call) if _call_name(n) == "squeeze"), None) or _last_return(source)
+
+
 def find_mutation(source: Source, d: Diagnosis) -> ast.AST | None:
     wanted = d.evidence.get("array")
     candidates: list[tuple[bool, ast.AST]] = []
@@ -677,6 +682,7 @@ FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
     "hardcoded": find_hardcoded,
     "timeout": find_timeout,
     "bad-return": find_bad_return,
+    "axis-dropped": find_squeeze,
     "memory-limit": find_allocation,
     "scale-after-softmax": _scale_finder(lambda f: f.base == "d_k", "use"),
     "softmax-unnormalised": _calls_named("exp"),

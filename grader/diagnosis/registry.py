@@ -340,6 +340,18 @@ RULES: tuple[Rule, ...] = (
         instead="def attention(Q, K, V, dropout=0.0): ...   # off unless asked for",
     ),
     Rule(
+        code="R504",
+        name="axis-dropped",
+        severity="error",
+        title="Output squeezed: axes of length 1 dropped",
+        summary="The output loses its axes of length 1 (a batch of one, a single query): it is squeezed.",
+        fix="Return weights @ V as it is: .squeeze() drops every axis of length 1, a batch of one or a single query too. Remove only an axis the function added itself, by its index.",
+        what="One query in a batch of one has the output shape (1, 1, d_v). A result of that shape with axes of length 1 left out is this diagnosis; its values are then judged in the output's shape, so a mistake beside the squeeze is named too.",
+        why="Callers index the output by its axes; a batch of one or a single decoding step is ordinary input, and a result whose rank depends on the sizes breaks them there, and only there.",
+        example="return (weights @ V).squeeze()",
+        instead="return weights @ V",
+    ),
+    Rule(
         code="H601",
         name="hardcoded",
         severity="error",
