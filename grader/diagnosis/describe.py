@@ -18,6 +18,7 @@ from grader.diagnosis.catalogue import REFERENCE, SCALE, ByRank, Option, Variant
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import Evidence, scale_points
 from grader.diagnosis.scale_fit import fit_linear, fit_scale, row_shape
+from grader.probes import LARGE_TOLERANCE, Probe
 
 Failed = tuple[str, ...]
 
@@ -344,6 +345,26 @@ def softmax_missing(ev: Evidence, option: Option, names: list[str], failed: Fail
     return Diagnosis.of("softmax-missing", message, evidence, failed)
 
 
+# exp() of more than this is inf in float64.
+EXP_LIMIT = float(np.log(np.finfo(np.float64).max))
+
+
+def collapsed_rows(probe: Probe, actual: np.ndarray) -> np.ndarray | None:
+    """The rows (queries) of a result that are all 0 where the reference's are not, when each of
+    them is a row whose largest score overflows exp: the log-sum-exp written without the shift,
+    exp(s - log(sum(exp(s)))), gives exp(s - inf) = 0 there. None when the result differs from
+    the reference in any other way."""
+    reference = REFERENCE(probe.Q, probe.K, probe.V)
+    if actual.shape != reference.shape:
+        return None
+    a = actual.astype(np.float64)
+    wrong = ~np.isclose(a, reference, rtol=LARGE_TOLERANCE.rtol, atol=LARGE_TOLERANCE.atol).all(axis=-1)
+    top = np.max(REFERENCE.scores(probe.Q, probe.K, probe.V), axis=-1)
+    if not wrong.any() or np.any(a[wrong] != 0) or np.any(top[wrong] <= EXP_LIMIT):
+        return None
+    return wrong
+
+
 def unstable(ev: Evidence, option: Option, names: list[str], failed: Failed, replayed: bool = True) -> Diagnosis:
     large = [n for n in names if ev.probes[n].magnitude > 1.0 and ev.returned(n) is not None]
     raised = [n for n in names if ev.probes[n].magnitude > 1.0 and ev.observed[n].status == "raised"]
@@ -379,6 +400,16 @@ def unstable(ev: Evidence, option: Option, names: list[str], failed: Failed, rep
         message = message.split("; reproduced by")[0].split("; the same overflow as")[0]
         message += "; only the large-score probes fail, and only with non-finite values: exp of unshifted scores overflows"
         evidence["replayed"] = False
+        collapsed = [(n, rows) for n in large if (actual := ev.returned(n)) is not None and (rows := collapsed_rows(ev.probes[n], actual)) is not None]
+        if collapsed and not evidence.get("nonfinite"):
+            name, rows = collapsed[0]
+            probe = ev.probes[name]
+            top = float(np.max(REFERENCE.scores(probe.Q, probe.K, probe.V)))
+            evidence.update(probe=name, zero_rows=int(rows.sum()), rows=int(rows.size))
+            message = (
+                f"on inputs {probe.magnitude:g} times larger ({name}, scores up to {top:.0f}), {int(rows.sum())} of {rows.size} rows are all 0, "
+                f"each a row whose largest score is past {EXP_LIMIT:.0f}, where exp overflows: the log of a sum of unshifted exponentials is inf there, and exp(s - inf) = 0"
+            )
     return Diagnosis.of("softmax-unstable", message, evidence, failed)
 
 

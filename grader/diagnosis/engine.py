@@ -35,6 +35,7 @@ from grader.checks.base import CheckResult
 from grader.diagnosis import behaviour, describe
 from grader.diagnosis.catalogue import POSITION, REFERENCE, SHIFT, Variant
 from grader.diagnosis.gradients import gradient_diagnoses, gradient_verdicts, with_gradient_norms
+from grader.diagnosis.mask_pattern import unasked_mask
 from grader.diagnosis.masks import mask_diagnoses
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import OVERFLOW_ERRORS, Evidence
@@ -130,8 +131,11 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
         # Differences no known mistake explains may be rounding to half precision: then that is
         # the mistake, and it explains the failed checks (a warning alone would leave them unexplained).
         rounding = behaviour.rounding_beyond_tolerance(by_name, observed, {n: tolerance_for(p, suite.tolerance) for n, p in by_name.items()}, failed)
-        if rounding is not None:
-            diagnoses = [d for d in diagnoses if d.name != "values-mismatch"] + [rounding]
+        # Or weights of exactly 0 in the shape of a causal mask off by some keys, which the
+        # catalogue does not replay (it has the causal mask itself).
+        masked = unasked_mask(by_name, observed, failed) if rounding is None else None
+        if rounding is not None or masked is not None:
+            diagnoses = [d for d in diagnoses if d.name != "values-mismatch"] + [rounding or masked]  # type: ignore[list-item]  # one of them is set
     if failed and not any(d.severity == "error" for d in diagnoses):
         diagnoses.append(_unexplained_checks(checks, failed))
     precision = behaviour.reduced_precision(by_name, observed, suite.tolerance)
@@ -230,7 +234,7 @@ def _by_group(ev: Evidence, variants: Iterable[Variant], names: list[str], faile
             continue
         if group == "fresh" and base is not None and base.is_reference and not unexplained:
             diagnoses.append(describe.hardcoded(ev, explained, members, failed))
-        elif group == "large" and _only_overflow(ev, members):
+        elif group == "large" and _only_overflow(ev, members, zeros=not unexplained):
             # Nothing reproduces the exact values, but the only symptom is NaN/inf where the scores are large.
             diagnoses.append(describe.unstable(ev, SHIFT.options[1], members, failed, replayed=False))
         else:
@@ -253,9 +257,10 @@ def _unshifted(variant: Variant) -> list[Variant]:
     return [Variant(variant.choice[:at] + (o,) + variant.choice[at + 1 :]) for o in SHIFT.options[1:] if o.diagnosis == "softmax-unstable"]
 
 
-def _only_overflow(ev: Evidence, members: list[str]) -> bool:
+def _only_overflow(ev: Evidence, members: list[str], zeros: bool = True) -> bool:
     """Every large probe that fails returns non-finite values (or raises an overflow) where the
-    reference stays finite."""
+    reference stays finite, or (with ``zeros``: when every group before was explained, so that
+    zeros are no stand-in answer) rows of zeros exactly where exp of the scores overflows."""
     bad = [n for n in members if not ev.matches(REFERENCE, n)]
     if not bad:
         return False
@@ -263,7 +268,9 @@ def _only_overflow(ev: Evidence, members: list[str]) -> bool:
         obs, actual = ev.observed[n], ev.returned(n)
         if obs.status == "raised" and obs.error is not None and obs.error.type in ("OverflowError", "FloatingPointError", "ZeroDivisionError"):
             continue
-        if actual is None or bool(np.isfinite(actual.astype(np.float64)).all()):
+        if actual is None:
+            return False
+        if bool(np.isfinite(actual.astype(np.float64)).all()) and (not zeros or describe.collapsed_rows(ev.probes[n], actual) is None):
             return False
     return True
 
