@@ -9,7 +9,7 @@ import pytest
 
 from conftest import CORPUS, EXAMPLES
 from grader.diagnosis.locate import MAX_BYTES, attach_locations
-from grader.diagnosis.model import Diagnosis
+from grader.diagnosis.model import Diagnosis, Location
 
 
 def located(path: Path, name: str, **evidence: object) -> str | None:
@@ -232,3 +232,65 @@ def test_a_scale_is_blamed_where_its_mistake_is_written(tmp_path: Path, code: st
     path = tmp_path / "attention.py"
     path.write_text(code)
     assert fragment in (located(path, name) or "")
+
+
+def test_the_fix_is_in_the_framework_the_submission_was_graded_in() -> None:
+    """NumPy code that imports torch for its own test: graded in NumPy, told the NumPy fix."""
+    path = CORPUS / "buggy" / "scale-missing-numpy-torch-test.py"
+    (graded,) = attach_locations(path, [Diagnosis.of("scale-missing", "measured")], framework="numpy")
+    (guessed,) = attach_locations(path, [Diagnosis.of("scale-missing", "measured")])
+    assert "np.swapaxes" in graded.fix and "transpose(-2, -1)" in guessed.fix
+
+
+NARROWING = [
+    ("Q = Q.astype(np.float32)", True),
+    ("Q, K, V = (jnp.asarray(x, dtype=jnp.float16) for x in (Q, K, V))", True),
+    ("Q = torch.tensor(Q, dtype=torch.float32)", True),
+    ("Q = Q.half()", True),
+    ("Q = Q.to(torch.bfloat16)", True),
+    ("Q = np.float32(Q)", True),
+    ("scale = float(Q.shape[-1])", False),  # Python's float, a scalar
+    ("Q = Q.astype(np.float64)", False),
+    ("Q = np.asarray(Q)", False),
+]
+
+
+@pytest.mark.parametrize(("line", "found"), NARROWING)
+def test_reduced_precision_is_located_at_the_narrowing(tmp_path: Path, line: str, found: bool) -> None:
+    path = tmp_path / "attention.py"
+    path.write_text(f"import numpy as np\n\ndef attention(Q, K, V):\n    {line}\n    return Q @ K.swapaxes(-1, -2) @ V\n")
+    assert (located(path, "reduced-precision", dtype=["float32"]) == line) is found
+
+
+def test_uninitialised_memory_is_where_nondeterminism_comes_from_when_nothing_is_drawn(tmp_path: Path) -> None:
+    """torch.empty (or np.empty) holds whatever memory held: two calls differ with no random draw.
+    (No corpus file: what that memory holds is up to the allocator, so the verdict could vary.)"""
+    path = tmp_path / "attention.py"
+    path.write_text(
+        "import torch\n\ndef attention(Q, K, V):\n    buf = torch.empty(Q.shape[0], Q.shape[-2], K.shape[-2])\n"
+        "    return torch.baddbmm(buf, Q, K.transpose(1, 2)).softmax(-1) @ V\n"
+    )
+    assert "torch.empty" in (located(path, "nondeterministic") or "")
+    path.write_text("import numpy as np\n\ndef attention(Q, K, V):\n    noise = np.random.rand(*Q.shape)\n    buf = np.empty(Q.shape)\n    return Q + noise\n")
+    assert "np.random.rand" in (located(path, "nondeterministic") or "")  # a random draw first
+
+
+def test_an_exception_in_another_file_of_the_candidate_is_located_there(tmp_path: Path) -> None:
+    """A package's __init__ imports a module that fails: the line is that module's, not a line of
+    the same number in the graded file. A file outside the folder the worker ran in is never read."""
+    (tmp_path / "pkg").mkdir()
+    graded = tmp_path / "pkg" / "attention.py"
+    graded.write_text("import numpy as np\n\ndef attention(Q, K, V):\n    return V\n")
+    (tmp_path / "pkg" / "trainer.py").write_text("import os\nimport wandb\n")
+    (outside,) = [tmp_path.parent / "secret.py"]
+    outside.write_text("a\nb\n")
+
+    def where(file: str, line: int) -> Location | None:
+        (d,) = attach_locations(graded, [Diagnosis.of("load-error", "measured", {"line": line, "file": file})], root=tmp_path)
+        return d.location
+
+    there = where("pkg/trainer.py", 2)
+    assert there is not None and there.file == str((tmp_path / "pkg" / "trainer.py").resolve()) and there.code == "import wandb"
+    same = where("pkg/attention.py", 3)
+    assert same is not None and same.file == str(graded) and same.code.startswith("def attention")
+    assert where("../secret.py", 1) is None

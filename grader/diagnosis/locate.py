@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
 from grader.diagnosis import fixes, locate_softmax
+from grader.diagnosis.locate_dtype import INTEGER_TYPES, names_integer, narrowing_call
 from grader.diagnosis.locate_softmax import axis_argument
 from grader.diagnosis.locate_softmax import call_name as _call_name
 from grader.diagnosis.locate_softmax import dotted as _dotted
@@ -107,22 +108,26 @@ def parse(path: Path, function: str, text: str | None = None) -> Source | None:
     return source if _index(source) else None
 
 
-def attach_locations(path: Path, diagnoses: list[Diagnosis], function: str = "attention", notebook: NotebookSource | None = None) -> list[Diagnosis]:
+def attach_locations(path: Path, diagnoses: list[Diagnosis], function: str = "attention", notebook: NotebookSource | None = None, framework: str | None = None, root: Path | None = None) -> list[Diagnosis]:
     """The same diagnoses, each with the line that most likely holds it where one is found. In a
-    notebook the joined code cells are read and each line is given as cell and line."""
+    notebook the joined code cells are read and each line is given as cell and line. The fixes are
+    written in ``framework`` (the one the submission was graded in), or where it is not given in
+    the framework the file imports. ``root``: the folder the worker ran the file in, to which the
+    files of its exceptions are relative (the candidate's checkout, or the file's own folder)."""
     if not diagnoses:
         return diagnoses
     try:
         source = parse(path, function, notebook.source if notebook is not None else None)
     except (RecursionError, MemoryError):
         source = None
-    framework = fixes.framework_of(source.tree if source is not None else None)  # fixes in its own words
+    if framework is None:
+        framework = fixes.framework_of(source.tree if source is not None else None)  # fixes in its own words
     out = []
     for d in diagnoses:
         location = None
         try:
             if notebook is None:
-                location = locate(d, source, path)
+                location = locate(d, source, path, root)
             elif d.name in ("crash", "load-error"):  # the worker's line, already made cell and line
                 location = _cell_line(path, d, notebook)
             else:
@@ -155,10 +160,16 @@ def _in_cell(location: Location | None, notebook: NotebookSource) -> Location | 
     return replace(location, line=line, cell=cell) if cell is not None and line is not None else None
 
 
-def locate(d: Diagnosis, source: Source | None, path: Path) -> Location | None:
+def locate(d: Diagnosis, source: Source | None, path: Path, root: Path | None = None) -> Location | None:
     line = d.evidence.get("line")
     if d.name in ("crash", "load-error") or (d.name == "hardcoded" and d.evidence.get("exception")):
-        # The worker saw where the exception came from; trust it when it is the submission's file.
+        # The worker saw where the exception came from: a line of the graded file or of another
+        # of the candidate's files, relative to the folder it ran in (never read outside it).
+        file = d.evidence.get("file")
+        if isinstance(file, str) and root is not None and isinstance(line, int):
+            there = (root / file).resolve()
+            if there != path.resolve():
+                return _line_location(there, None, line) if there.is_relative_to(root.resolve()) else None
         return _line_location(path, source, line) if isinstance(line, int) else None
     if source is None:
         return None
@@ -425,10 +436,9 @@ ScaleMistake = Literal["size", "power", "use"]
 
 
 def _scale_finder(predicate: Callable[[Factor], bool], wrong: ScaleMistake = "power") -> Callable[[Source, Diagnosis], ast.AST | None]:
-    """The line of the scale a diagnosis blames. ``wrong``: which part of it is the mistake: the
-    size read (K.shape[0], V.size(-1), a constant), found where it is assigned if a name holds
-    it; the power (no root, d_k * ...), where the root or the division is written; or the use
-    (a scale applied after the softmax), where the scores or weights are scaled."""
+    """The line of the scale a diagnosis blames, by ``wrong``, the part that is the mistake: the
+    size read (K.shape[0], a constant), where a name holding it is assigned; the power, where
+    the root or division is written; the use (after the softmax), where it is applied."""
     def find(source: Source, d: Diagnosis) -> ast.AST | None:
         for site in scale_sites(source):
             if not predicate(site.factor):
@@ -517,7 +527,6 @@ def find_returns_weights(source: Source, d: Diagnosis) -> ast.AST | None:
 
 
 def find_squeeze(source: Source, d: Diagnosis) -> ast.AST | None:
-    """The squeeze (np.squeeze, .squeeze(), torch.squeeze), else the last return."""
     return next((n for n in _nodes(source, ast.Call) if _call_name(n) == "squeeze"), None) or _last_return(source)
 
 
@@ -542,11 +551,13 @@ def find_mutation(source: Source, d: Diagnosis) -> ast.AST | None:
 
 
 def find_random(source: Source, d: Diagnosis) -> ast.AST | None:
-    for node in _nodes(source, ast.Call):
+    """A random draw, else an array left uninitialised (np.empty, torch.empty: whatever memory held)."""
+    calls = _nodes(source, ast.Call)
+    for node in calls:
         name = _dotted(node.func)
         if "random" in name.split(".") or name.endswith(("default_rng", "dropout", "rand", "randn", "normal", "uniform", "binomial")):
             return node
-    return None
+    return next((n for n in calls if _call_name(n) in ("empty", "empty_like")), None)
 
 
 def find_hardcoded(source: Source, d: Diagnosis) -> ast.AST | None:
@@ -587,15 +598,6 @@ def _calls_named(*names: str) -> Callable[[Source, Diagnosis], ast.AST | None]:
     return find
 
 
-INTEGER_TYPES = ("int", "int8", "int16", "int32", "int64", "uint8", "intc", "int_", "long")
-
-
-def _names_integer(node: ast.expr) -> bool:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value in INTEGER_TYPES or node.value.startswith(("i", "<i", "u"))
-    return (_dotted(node).split(".")[-1] if isinstance(node, (ast.Name, ast.Attribute)) else "") in INTEGER_TYPES
-
-
 def find_integer(source: Source, d: Diagnosis) -> ast.AST | None:
     """A floor division, an astype to an integer type, or an array made with an integer dtype."""
     for node in _nodes(source, (ast.BinOp, ast.AugAssign, ast.Call)):
@@ -604,11 +606,11 @@ def find_integer(source: Source, d: Diagnosis) -> ast.AST | None:
             if not all(_size(source, o) is not None or _number(o) is not None for o in operands):  # T // 2 is an index
                 return node
         elif isinstance(node, ast.Call):
-            if _call_name(node) == "astype" and node.args and _names_integer(node.args[0]):
+            if _call_name(node) == "astype" and node.args and names_integer(node.args[0]):
                 return node
             if _call_name(node) in INTEGER_TYPES[1:] and node.args and isinstance(node.func, ast.Attribute):
                 return node  # np.int64(x)
-            if any(k.arg == "dtype" and _names_integer(k.value) for k in node.keywords):
+            if any(k.arg == "dtype" and names_integer(k.value) for k in node.keywords):
                 return node
     return None
 
@@ -689,6 +691,7 @@ FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
     "softmax-log": _calls_named("log", "log_softmax", "logsumexp"),
     "mask-unasked": _calls_named("tril", "triu", "masked_fill"),
     "integer-truncation": find_integer,
+    "reduced-precision": lambda source, d: narrowing_call(_nodes(source, ast.Call)),
     "not-differentiable": find_not_differentiable,
     "gradient-mismatch": find_wrong_backward,
 }

@@ -115,7 +115,8 @@ def describe_error(exc: BaseException, submission_dir: str) -> dict[str, Any]:
     except BaseException:  # noqa: BLE001
         pass
     if isinstance(exc, SyntaxError) and exc.filename:
-        lineno, filename = exc.lineno, os.path.basename(exc.filename)
+        inside = os.path.abspath(exc.filename).startswith(submission_dir + os.sep)
+        lineno, filename = exc.lineno, os.path.relpath(exc.filename, submission_dir) if inside else os.path.basename(exc.filename)
     return {
         "type": type_name(exc),
         "message": safe_text(exc),
