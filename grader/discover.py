@@ -53,7 +53,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.entry import Entry, EntryError, conventional_file, resolve_entry
+from grader.entry import NAME_LIMIT, Entry, EntryError, attention_candidate, conventional_file, resolve_entry
 from grader.errors import UsageError
 from grader.frameworks import MAX_PARSED_BYTES, parse_quietly
 
@@ -208,8 +208,9 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def python_files(root: Path) -> list[Path]:
-    """Every Python file of a checkout, by the walking rules above, in a stable order.
+def python_files(root: Path, suffixes: tuple[str, ...] = (".py",)) -> list[Path]:
+    """Every Python file of a checkout (with ``suffixes``, those files), by the walking rules
+    above, in a stable order.
 
     Walked by hand rather than with os.walk, which either stays out of every linked folder or
     follows links without guarding against loops or against leaving the checkout."""
@@ -235,7 +236,7 @@ def python_files(root: Path) -> list[Path]:
                 if entry.is_dir():
                     if not _skipped_dir(path):
                         stack.append(path)
-                elif entry.is_file() and entry.name.endswith(".py"):
+                elif entry.is_file() and entry.name.endswith(suffixes):
                     found.append(path)
             except OSError:
                 continue
@@ -300,7 +301,7 @@ def find_in_checkout(folder: Path, rule: Rule, label: str | None = None) -> Subm
     if out:
         # Refused before any file is opened: a link out would make the target readable to the
         # worker (a readable folder is resolved) and let the grader read it as the submission.
-        return Submission(label, None, folder, error=f"symbolic link(s) leading outside the candidate's folder: {', '.join(out)}; not graded")
+        return Submission(label, None, folder, error=f"symbolic link(s) leading outside the candidate's folder: {', '.join(out)}; not graded (a link out would let the submission read its target): remove them, or copy what they point to into the folder")
     files = python_files(folder)
     if rule.entry is not None:
         try:
@@ -308,9 +309,11 @@ def find_in_checkout(folder: Path, rule: Rule, label: str | None = None) -> Subm
         except EntryError as exc:
             return Submission(label, None, folder, tuple(files), error=str(exc))
     if rule.pattern is not None:
-        matches = [f for f in files if fnmatch.fnmatch(f.relative_to(folder).as_posix(), rule.pattern)]
+        # A notebook may be the submission too (its helper modules beside it).
+        notebooks = [f for f in python_files(folder, (".ipynb",)) if ".ipynb_checkpoints" not in f.parts]
+        matches = [f for f in files + notebooks if fnmatch.fnmatch(f.relative_to(folder).as_posix(), rule.pattern)]
         if len(matches) == 1:
-            return Submission(label, matches[0], folder, tuple(files))
+            return Submission(label, matches[0], folder, tuple(files) + ((matches[0],) if matches[0].suffix == ".ipynb" else ()))
         names = ", ".join(f.relative_to(folder).as_posix() for f in matches[:5])
         why = f"{len(matches)} files match --submission-file {rule.pattern!r}: {names}" if matches else f"no file matches --submission-file {rule.pattern!r}"
         return Submission(label, None, folder, tuple(files), error=why)
@@ -348,8 +351,43 @@ def find_in_checkout(folder: Path, rule: Rule, label: str | None = None) -> Subm
             return Submission(label, notebook, folder, (*files, notebook))
     except EntryError:
         pass
-    why = f"no file defines {rule.function}() at module level (looked at {len(candidates)} Python files)"
-    return Submission(label, None, folder, tuple(files), error=why)
+    tests = len(files) - len(candidates)
+    left_out = f", {tests} test file{'s' if tests != 1 else ''} left out" if tests else ""
+    why = f"no file defines {rule.function}() at module level (looked at {len(candidates)} Python file{'s' if len(candidates) != 1 else ''}{left_out})"
+    return Submission(label, None, folder, tuple(files), error=why + _another_name(folder, candidates, rule.function))
+
+
+def _another_name(folder: Path, files: list[Path], function: str) -> str:
+    """What to say when no file defines the function: the one notebook that defines it (the
+    --submission-file to pass), the one module-level function that looks like attention under
+    another name (the --function to pass), or a class that has it as a method (which --function
+    cannot grade). Parsed within the checkout's budget."""
+    functions: dict[str, Path] = {}
+    methods: list[str] = []
+    budget = MAX_PARSED_PER_CHECKOUT
+    for f in files:
+        try:
+            budget -= f.stat().st_size
+            if budget < 0 or f.stat().st_size > MAX_PARSED_BYTES:
+                break
+            tree = parse_quietly(f.read_bytes(), filename=str(f))
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.setdefault(node.name, f)
+            elif isinstance(node, ast.ClassDef) and len(node.name) < NAME_LIMIT and any(isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == function for m in node.body):
+                methods.append(f"{node.name}.{function} in {f.relative_to(folder).as_posix()}")
+    notebooks = [n for n in python_files(folder, (".ipynb",)) if ".ipynb_checkpoints" not in n.parts and _names(n, f"def {function}(")]
+    if len(notebooks) == 1:
+        where = notebooks[0].relative_to(folder).as_posix()
+        return f"; the notebook {where} defines {function}(): choose it with --submission-file {where}"
+    other = attention_candidate(functions)
+    if other is not None:
+        return f"; {functions[other].relative_to(folder).as_posix()} defines {other}(): grade it with --function {other}"
+    if methods and function.isidentifier():
+        return f"; {methods[0]} is a method, and the graded function must be at module level (a function of the file that calls it)"
+    return ""
 
 
 def discover(paths: list[Path], rule: Rule, candidate: bool = False) -> list[Submission]:

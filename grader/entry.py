@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Iterable
 
 
 SUBMISSION_SUFFIXES = (".py", ".ipynb")
@@ -109,3 +110,21 @@ def load_plan(file: Path, root: Path | None = None) -> LoadPlan:
         search.append(root / "src")
     unique = tuple(dict.fromkeys(search))
     return LoadPlan(root=root, sys_path=unique, module=dotted)
+
+
+# The observation cuts each name the worker sends at this many characters: a name this long may
+# be the start of a longer one, and is never put in a command of a fix.
+NAME_LIMIT = 100
+
+
+def attention_candidate(available: Iterable[str]) -> str | None:
+    """The one callable that looks like the attention under another name (it contains
+    "attention" or "attn"), or None when none or several do. The names come from the
+    submission: only a plain identifier shorter than NAME_LIMIT may appear in a fix's command."""
+    # A CapWords name is a class by convention (an nn.Module): called with (Q, K, V) it would
+    # construct one, so it is never offered as the function.
+    found = sorted({n for n in available if ("attention" in n.lower() or "attn" in n.lower()) and not n[:1].isupper()})
+    if len(found) != 1:
+        return None  # several: the message lists them all, and the fix stays generic
+    name = found[0]
+    return name if name.isidentifier() and len(name) < NAME_LIMIT else None

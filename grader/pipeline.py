@@ -46,6 +46,7 @@ import numpy as np
 
 from grader.cache import ResultCache
 from grader.checks import run_checks
+from grader.diagnosis import load_fixes
 from grader.diagnosis.engine import diagnose
 from grader.diagnosis.locate import attach_locations
 from grader.discover import Submission, TooLarge
@@ -94,6 +95,7 @@ class Observed:
     submission: Loadable | Unloadable  # as grader.submission prepared it
     run: WorkerRun
     extra: dict[str, object]
+    alone: bool = False  # a file of a folder of submissions: its worker saw no other file
 
 
 def run(
@@ -243,7 +245,7 @@ def observe(
     submission = prepare_submission(path, prepared.framework, root, alone=alone)
     extra: dict[str, object] = {}
     if isinstance(submission, Unloadable):
-        return Observed(path, root, submission, _unloadable_run(submission), extra)
+        return Observed(path, root, submission, _unloadable_run(submission), extra, alone)
     limits, sandbox = prepared.limits, prepared.sandbox
     if submission.framework != "numpy":
         shapes = {(p.Q.shape, p.K.shape, p.V.shape, None if p.mask is None else p.mask.shape) for p in prepared.probes}
@@ -261,7 +263,7 @@ def observe(
     extra["framework"] = submission.framework
     if root is not None:
         extra["candidate"] = str(root)
-    return Observed(path, root, submission, run, extra)
+    return Observed(path, root, submission, run, extra, alone)
 
 
 def _unloadable_run(problem: Unloadable) -> WorkerRun:
@@ -299,7 +301,10 @@ def judge(observed: Observed, prepared: Prepared) -> Report:
     with np.errstate(all="ignore"):
         checks = run_checks(suite, prepared.refs, run, prepared.probes)
         notebook = None if isinstance(submission, Unloadable) else submission.notebook
-        diagnoses = attach_locations(observed.path, diagnose(suite, prepared.probes, run, checks), prepared.function, notebook)
+        graded_in = None if isinstance(submission, Unloadable) else submission.framework  # the fixes' words
+        ran_in = None if isinstance(submission, Unloadable) else submission.plan.root  # the worker's files are relative to it
+        diagnoses = attach_locations(observed.path, diagnose(suite, prepared.probes, run, checks), prepared.function, notebook, graded_in, ran_in)
+        diagnoses = load_fixes.placed(diagnoses, observed.path, observed.alone, observed.root is not None)
     passed = all(c.passed for c in checks) and not any(d.severity == "error" for d in diagnoses)
     return Report(
         path=str(observed.path),

@@ -300,3 +300,38 @@ def test_generated_files_in_a_checkout_cost_the_parser_a_bounded_amount(tmp_path
     find_in_checkout(tmp_path, Rule())
     assert parsed and max(parsed) <= MAX_PARSED_BYTES
     assert sum(parsed) <= discover_module.MAX_PARSED_PER_CHECKOUT + MAX_PARSED_BYTES
+
+
+NOTEBOOK = '{"cells": [{"cell_type": "code", "metadata": {}, "source": "import numpy as np\\ndef attention(Q, K, V):\\n    return V\\n"}], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}'
+
+
+def test_a_notebook_of_a_checkout_is_named_and_can_be_chosen(tmp_path: Path) -> None:
+    """A checkout whose function is in a notebook under another name than attention.ipynb: the
+    error says which, and --submission-file chooses it (a checkpoint copy is never counted)."""
+    write(tmp_path / "helpers.py", "def softmax(x):\n    return x\n")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "analysis.ipynb").write_text(NOTEBOOK)
+    (tmp_path / "notebooks" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "notebooks" / ".ipynb_checkpoints" / "analysis-checkpoint.ipynb").write_text(NOTEBOOK)
+    found = find_in_checkout(tmp_path, Rule())
+    assert found.file is None and found.error is not None
+    assert found.error.endswith("the notebook notebooks/analysis.ipynb defines attention(): choose it with --submission-file notebooks/analysis.ipynb")
+    chosen = find_in_checkout(tmp_path, Rule(pattern="notebooks/analysis.ipynb"))
+    assert chosen.file == tmp_path / "notebooks" / "analysis.ipynb" and chosen.error is None
+    assert find_in_checkout(tmp_path, Rule(pattern="**/*.ipynb")).file == tmp_path / "notebooks" / "analysis.ipynb"
+
+
+@pytest.mark.parametrize(
+    ("code", "hint"),
+    [
+        ("def scaled_dot_product_attention(q, k, v, mask=None):\n    return v\n", "; model.py defines scaled_dot_product_attention(): grade it with --function scaled_dot_product_attention"),
+        ("class MultiHead:\n    def attention(self, q, k, v):\n        return v\n", "; MultiHead.attention in model.py is a method, and the graded function must be at module level (a function of the file that calls it)"),
+        ("def attn_a(q, k, v):\n    return v\n\ndef attn_b(q, k, v):\n    return v\n", ""),  # two look alike: no guess
+        ("class SelfAttention:\n    pass\n", ""),  # a class is never offered as the function
+    ],
+    ids=["other-name", "method", "two-names", "class"],
+)
+def test_a_checkout_without_the_function_says_what_it_has_instead(tmp_path: Path, code: str, hint: str) -> None:
+    write(tmp_path / "model.py", code)
+    error = find_in_checkout(tmp_path, Rule()).error
+    assert error == "no file defines attention() at module level (looked at 1 Python file)" + hint

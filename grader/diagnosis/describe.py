@@ -596,7 +596,7 @@ def crash(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:
     ranks_ok = sorted({ev.probes[n].Q.ndim for n in everywhere if ev.observed[n].status == "returned"} - set(ranks_raised))
     if ranks_ok:
         message += f"; raises on {', '.join(f'{r}-D' for r in ranks_raised)} input, runs on {', '.join(f'{r}-D' for r in ranks_ok)} input"
-    evidence: dict[str, Any] = {"probe": first, "exception": error.type, "exception_message": error.message, "line": error.line, "input_shape": shape_text(ev, first), "raised_on": len(raised), "probes": len(names)}
+    evidence: dict[str, Any] = {"probe": first, "exception": error.type, "exception_message": error.message, "line": error.line, "file": error.file, "input_shape": shape_text(ev, first), "raised_on": len(raised), "probes": len(names)}
     if error.cell:
         evidence["cell"] = error.cell  # a notebook's: the location is then "cell N, line M"
     # Ranks, not shapes: the fix is shown to candidates, who are not told the stored cases.

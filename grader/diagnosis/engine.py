@@ -40,6 +40,7 @@ from grader.diagnosis.masks import mask_diagnoses
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import OVERFLOW_ERRORS, Evidence
 from grader.diagnosis.squeeze import restore_dropped_axes
+from grader.entry import NAME_LIMIT, attention_candidate
 from grader.frameworks import is_framework_memory_error
 from grader.observation import ErrorInfo, Observation, WorkerRun
 from grader.probes import Probe, tolerance_for
@@ -310,7 +311,7 @@ def _load_failure(suite: Suite, run: WorkerRun) -> Diagnosis:
     error = load.error
     assert error is not None
     where = f" at {error.where}" if error.line else ""
-    d = Diagnosis.of("load-error", f"importing the file raised {describe.quote(error)}{where}", {"exception": error.type, "message": error.message, "line": error.line, **({"cell": error.cell} if error.cell else {})}, ("load",))
+    d = Diagnosis.of("load-error", f"importing the file raised {describe.quote(error)}{where}", {"exception": error.type, "message": error.message, "line": error.line, "file": error.file, **({"cell": error.cell} if error.cell else {})}, ("load",))
     missing = missing_module(error.type, error.message)
     if missing is None:
         if error.cell:
@@ -343,23 +344,6 @@ def missing_module(error_type: str, message: str) -> str | None:
         return None
     return found.group(1)
 
-
-# The observation cuts each name the worker sends at this many characters: a name this long may
-# be the start of a longer one, and is never put in a command.
-NAME_LIMIT = 100
-
-
-def attention_candidate(available: Iterable[str]) -> str | None:
-    """The one callable of the file that looks like the attention under another name (it
-    contains "attention" or "attn"), or None when none or several do. The names come from the
-    submission: only a plain identifier shorter than NAME_LIMIT may appear in the fix's command."""
-    # A CapWords name is a class by convention (an nn.Module): called with (Q, K, V) it would
-    # construct one, so it is never offered as the function.
-    found = [n for n in available if ("attention" in n.lower() or "attn" in n.lower()) and not n[:1].isupper()]
-    if len(found) != 1:
-        return None  # several: the message lists them all, and the fix stays generic
-    name = found[0]
-    return name if name.isidentifier() and len(name) < NAME_LIMIT else None
 
 
 def _function_missing(function: str, message: str, evidence: dict[str, Any], checks: tuple[str, ...]) -> Diagnosis:
