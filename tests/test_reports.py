@@ -90,6 +90,9 @@ def test_junit_structure(reports: list[Report]) -> None:
     assert int(buggy.get("failures", "0")) == sum(1 for c in reports[0].checks if c.outcome == "failed")
     assert suites[1].get("failures") == "0" and suites[1].findall(".//failure") == []
     assert int(root.get("tests", "0")) == sum(int(s.get("tests", "0")) for s in suites)
+    # CI reporters key a test by (classname, name): every submission's checks stay apart.
+    keys = [(c.get("classname"), c.get("name")) for c in root.iter("testcase")]
+    assert len(keys) == len(set(keys)) and all(reports[0].path in (c.get("classname") or "") for c in buggy.findall("testcase"))
 
 
 def test_junit_escapes_characters_xml_cannot_hold(reports: list[Report]) -> None:

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -20,9 +21,10 @@ from conftest import EXAMPLES, ROOT
 from grader.cli import cli
 from grader.diagnosis.registry import BY_NAME
 from grader.report.base import RunInfo
+from grader.report.files import render_document
 from grader.report.model import Report
 from grader.report.summary import Row
-from grader.report.text import TextReporter
+from grader.report.text import TextReporter, one_line
 
 INFO = RunInfo("attention-default", 16.0)
 WIDTH, HEIGHT = 100, 30
@@ -89,11 +91,12 @@ def test_verbose_shows_every_figure_shown_before(seed: Report) -> None:
     assert "weights of head64/identity" in out and out.index("S201 scale-by-dk") < out.index("weights of") < out.index("T301")
 
 
-def test_a_passing_submission_is_two_lines(grade_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_passing_submission_is_its_verdict_and_the_checks_passed(grade_path) -> None:  # type: ignore[no-untyped-def]
     report = grade_path(EXAMPLES / "correct.py")
     lines = [line for line in shown([report])[0].splitlines() if line.strip()]
     assert lines[0].startswith("PASSED  ") and lines[1].startswith(f"PASS  {len(report.checks)} checks passed: load, shape")
-    assert len(lines) == 2
+    assert len(lines) <= 3  # the names of the checks wrap under PASS, none cut off
+    assert all(c.id in " ".join(lines[1:]).replace(",", " ").split() for c in report.checks)
 
 
 def test_skipped_checks_fold_by_reason(grade_path) -> None:  # type: ignore[no-untyped-def]
@@ -187,3 +190,31 @@ def test_a_batch_bar_never_shares_a_line_with_the_report() -> None:
     verdicts = [line for line in lines if re.search(r"(PASSED|FAILED)  ", line)]
     assert len(verdicts) == 2 and all(re.match(r"(PASSED|FAILED)  ", line) for line in verdicts), verdicts
     assert any(line.split()[:2] == ["candidate", "verdict"] for line in lines) and any("1 passed, 1 failed" in line for line in lines)
+
+
+def test_a_submission_not_graded_says_so_on_its_verdict_line(grade_path) -> None:  # type: ignore[no-untyped-def]
+    """As the batch's summary says it: NOT GRADED, never FAILED, in full and in the -q line."""
+    report = replace(grade_path(EXAMPLES / "correct.py"), passed=False, score=0.0, checks=(), diagnoses=(), error="no file defines attention() at module level")
+    full = shown([report])[0].splitlines()
+    console = Console(file=io.StringIO(), width=WIDTH, color_system=None)
+    console.print(one_line(report))
+    assert full[0].startswith("NOT GRADED  ") and console.file.getvalue().startswith("NOT GRADED  ")  # type: ignore[attr-defined]
+    assert "| ⚠️ not graded |" in render_document("markdown", [report], INFO)
+
+
+def test_checks_with_no_result_say_why_not_how_many_comparisons_failed() -> None:
+    done = subprocess.run([sys.executable, "-m", "grader", "--no-cache", "--timeout", "1", str(EXAMPLES / "timeout.py")], cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
+    lines = [line for line in done.stdout.splitlines() if line.startswith("FAIL ")]
+    assert lines and all("no result: the submission ran out of time" in line and "comparisons fail" not in line for line in lines), done.stdout
+
+
+def test_piped_the_report_is_laid_out_at_the_width_of_a_file_report(tmp_path: Path) -> None:
+    """In a CI log (stdout no terminal, no $COLUMNS) a verdict line of about 90 characters does
+    not wrap at rich's default of 80."""
+    folder = tmp_path / ("a" * 31)
+    folder.mkdir()
+    (folder / "seed_buggy.py").write_text((EXAMPLES / "seed_buggy.py").read_text())
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run([sys.executable, "-m", "grader", "--no-cache", f"{folder.name}/seed_buggy.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    first = done.stdout.splitlines()[0]
+    assert len(first.rstrip()) > 80 and first.startswith("FAILED") and first.rstrip().endswith(" s"), done.stdout

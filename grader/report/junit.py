@@ -1,6 +1,7 @@
 """The JUnit XML report, for CI test reporters (GitLab, Jenkins, GitHub test-report actions).
 
-One ``<testsuite>`` per submission, one ``<testcase>`` per check. A failed check carries, in the
+One ``<testsuite>`` per submission, one ``<testcase>`` per check (classname: the suite and the
+submission, name: the check). A failed check carries, in the
 ``message`` attribute, the message of the diagnoses that explain it (the check's own summary when
 none does) and, in the body, the full explanation: each diagnosis with its evidence, why it
 matters and the fix, then every comparison of the check. An error diagnosis that no check owns
@@ -84,7 +85,9 @@ def _check_body(check: CheckResult, diagnoses: list[Diagnosis]) -> str:
 
 def suite_element(report: Report, info: RunInfo) -> ET.Element:
     suite = ET.Element("testsuite")
-    classname = f"grader.{info.suite_name}"
+    # The submission in the classname too: CI reporters key a test by classname and name, and
+    # every submission has the same checks (escaped by _el, like every attribute).
+    classname = f"grader.{info.suite_name}.{report.path}"
     failures = errors = skipped = tests = 0
     props = _el(suite, "properties")
     for name, value in (("score", f"{report.score:g}"), ("max_score", f"{report.max_score:g}"), ("worker_status", report.worker_status)):

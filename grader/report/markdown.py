@@ -86,7 +86,7 @@ def document(rows: list[Row], details: list[Details]) -> str:
         counts += f" ({summary.cached} from the cache)"
     lines += [counts, "", "| | submission | score | diagnoses | seconds |", "|---|---|---:|---|---:|"]
     for r in rows[:MAX_ROWS]:
-        mark = "✅" if r.passed else "❌"
+        mark = "✅" if r.passed else ("⚠️ not graded" if r.verdict == "not graded" else "❌")
         found = ", ".join(f"{code} {name}" for code, name in r.diagnoses) or (r.error or "")
         lines.append(f"| {mark} | {md(r.path)} | {r.score:g}/{r.max_score:g} | {md(found)} | {r.duration_s:.2f} |")
     if len(rows) > MAX_ROWS:

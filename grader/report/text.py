@@ -21,6 +21,7 @@ the report.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import IO, Iterable
 
@@ -41,6 +42,8 @@ from grader.report.summary import Row, RunSummary
 from grader.sandbox.isolation import GUARANTEES, Layer, missing_guarantees
 
 MARKS = {"passed": ("PASS", "green"), "failed": ("FAIL", "red"), "skipped": ("SKIP", "yellow"), "error": ("ERR", "magenta")}
+# The width of a report written to a file or a pipe (a CI log), the README's example width.
+PIPED_WIDTH = 100
 VERDICTS = {"passed": ("PASSED", "bold green"), "failed": ("FAILED", "bold red"), "not graded": ("NOT GRADED", "bold magenta")}
 OUTPUT_LINES = 12
 
@@ -70,7 +73,7 @@ def header(report: Report) -> Text:
     bugs = len(report.errors)
     named = f"  {bugs} bug{'s' if bugs != 1 else ''} named" if bugs else ""
     return Text.assemble(
-        verdict_text("passed" if report.passed else "failed"),  # a not-graded one says why on the next line
+        verdict_text("passed" if report.passed else ("not graded" if report.error is not None else "failed")),  # the next line says why
         "  ",
         shown(report.path, "bold"),
         f"  {report.score:g}/{report.max_score:g} points",
@@ -120,14 +123,19 @@ def note_line(d: Diagnosis) -> Text:
 
 
 def short_summary(check: CheckResult) -> str:
-    """The first clause of a check's summary: "4 of 4 comparisons fail", without the figures."""
+    """The first clause of a check's summary: "4 of 4 comparisons fail", without the figures; or,
+    where the worker gave no result to compare (it ran out of time or memory, or died), that."""
+    failed = [c for c in check.cases if not c.passed]
+    reasons = {c.summary for c in failed}
+    if failed and len(reasons) == 1 and all(c.actual is None for c in failed) and (reason := reasons.pop()).startswith("no result"):
+        return reason
     return check.summary.split("; ", 1)[0]
 
 
 def check_lines(report: Report) -> Group:
-    """The failed checks one line each, with the bugs that explain them; then the skipped and the
-    passed ones folded into a line per kind of outcome. Each line is cut with an ellipsis at the
-    terminal's width: the whole summary is in ``-v``."""
+    """The failed checks one line each, with the bugs that explain them, cut with an ellipsis at
+    the terminal's width (the whole summary is in ``-v``); then the skipped and the passed ones,
+    a line per kind of outcome, wrapped so that every name shows."""
     failed = [c for c in report.checks if c.outcome in ("failed", "error")]
     id_width = max((len(untrusted.line(c.id)) for c in failed), default=0)
     points_width = max((len(f"{c.points:g}/{c.max_points:g}") for c in failed), default=0)
@@ -142,18 +150,22 @@ def check_lines(report: Report) -> Group:
             shown(short_summary(check)),
             shown(f"  ({', '.join(codes)})" if codes else "", "dim"),
         ))
+    for line in lines:
+        line.no_wrap, line.overflow = True, "ellipsis"
+    # The skipped and the passed checks wrap under their mark: every name is shown.
+    folded = Table.grid()
+    folded.add_column(no_wrap=True)
+    folded.add_column(overflow="fold")
     skipped: dict[str, list[str]] = {}
     for check in report.checks:
         if check.outcome == "skipped":
             skipped.setdefault(check.summary.removeprefix("skipped: "), []).append(check.id)
     for why, ids in skipped.items():
-        lines.append(Text.assemble(("SKIP  ", "bold yellow"), f"{_count(ids, 'skipped')} ", shown(f"({why}): {', '.join(ids)}", "dim")))
+        folded.add_row(Text("SKIP  ", "bold yellow"), Text.assemble(f"{_count(ids, 'skipped')} ", shown(f"({why}): {', '.join(ids)}", "dim")))
     passed = [c.id for c in report.checks if c.passed]
     if passed:
-        lines.append(Text.assemble(("PASS  ", "bold green"), f"{_count(passed, 'passed')}: ", shown(", ".join(passed), "dim")))
-    for line in lines:
-        line.no_wrap, line.overflow = True, "ellipsis"
-    return Group(*lines)
+        folded.add_row(Text("PASS  ", "bold green"), Text.assemble(f"{_count(passed, 'passed')}: ", shown(", ".join(passed), "dim")))
+    return Group(*lines, folded) if folded.row_count else Group(*lines)
 
 
 def _count(ids: list[str], outcome: str) -> str:
@@ -294,7 +306,7 @@ def one_line(item: Report | Row) -> Text:
     """The --quiet form: verdict, path, points, the names of the bugs found (or why not graded)."""
     row = item if isinstance(item, Row) else Row.of(item)
     names = ", ".join(name for _, name in row.bugs) or (row.error or "")
-    return Text.assemble(verdict_text("passed" if row.passed else "failed"), "  ", shown(row.path, "bold"), f"  {row.score:g}/{row.max_score:g}", shown("  " + names if names else "", "red"))
+    return Text.assemble(verdict_text(row.verdict), "  ", shown(row.path, "bold"), f"  {row.score:g}/{row.max_score:g}", shown("  " + names if names else "", "red"))
 
 
 def batch_table(rows: Iterable[Row], width: int = 100) -> Table:
@@ -378,5 +390,8 @@ class TextReporter:
 
 def text_reporter(stream: IO[str], info: RunInfo) -> TextReporter:
     if stream is sys.stdout:
-        return TextReporter(Console(highlight=False, emoji=False), info)  # colours on a terminal only
-    return TextReporter(Console(file=stream, highlight=False, emoji=False, color_system=None, width=100), info)
+        # Colours on a terminal only. Piped or in a CI log, rich would lay the report out at 80
+        # columns, wrapping the verdict line; it gets the width of a file report (or $COLUMNS).
+        piped = not stream.isatty() and "COLUMNS" not in os.environ
+        return TextReporter(Console(highlight=False, emoji=False, width=PIPED_WIDTH if piped else None), info)
+    return TextReporter(Console(file=stream, highlight=False, emoji=False, color_system=None, width=PIPED_WIDTH), info)
