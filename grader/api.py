@@ -26,6 +26,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Iterator, Union
 
+from grader.bounds import MEMORY_MB, TIMEOUT_S, function_name_problem
 from grader.discover import Rule, discover
 from grader.errors import UsageError
 from grader.pipeline import grade_file, run
@@ -100,14 +101,20 @@ def _check_options(options: object) -> None:
         raise UsageError(f"options: expected grader.Options, got {type(options).__name__}")
     given = {f.name: getattr(options, f.name) for f in fields(options)}
     function = given["function"]
-    if function is not None and not (isinstance(function, str) and function.isidentifier()):
-        raise UsageError(f"options.function: expected a Python name, got {function!r}")
+    if function is not None and not isinstance(function, str):
+        raise UsageError(f"options.function: expected a Python name, got {type(function).__name__}")
+    if function is not None and (problem := function_name_problem(function)):
+        raise UsageError(f"options.function: {problem}")
     timeout = given["timeout_s"]
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0.1):
-        raise UsageError(f"options.timeout_s: expected a number of seconds of at least 0.1, got {timeout!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
+        raise UsageError(f"options.timeout_s: expected a number of seconds, got {type(timeout).__name__}")
+    if timeout is not None and (problem := TIMEOUT_S.problem(timeout)):
+        raise UsageError(f"options.timeout_s: {problem}")
     memory = given["memory_mb"]
-    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory < 64):
-        raise UsageError(f"options.memory_mb: expected a whole number of megabytes of at least 64, got {memory!r}")
+    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int)):
+        raise UsageError(f"options.memory_mb: expected a whole number of megabytes, got {type(memory).__name__}")
+    if memory is not None and (problem := MEMORY_MB.problem(memory)):
+        raise UsageError(f"options.memory_mb: {problem}")
     if not isinstance(given["strict_sandbox"], bool):
         raise UsageError(f"options.strict_sandbox: expected True or False, got {given['strict_sandbox']!r}")
     framework = given["framework"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
+from grader.bounds import function_name_problem
 
 SUBMISSION_SUFFIXES = (".py", ".ipynb")
 # When a candidate folder is graded with no entry in the suite: these names, in this order.
@@ -46,8 +47,9 @@ def parse_entry(text: str) -> Entry:
     path_text, _, function = text.partition(":") if text.count(":") == 1 else (text, "", "")
     if text.count(":") > 1:
         raise ValueError("expected 'path/to/file.py:function' with one colon")
-    if function and not function.isidentifier():
-        raise ValueError(f"'{function}' is not a Python function name")
+    problem = function_name_problem(function) if function else None
+    if problem:
+        raise ValueError(problem)
     if not path_text or "\\" in path_text:
         raise ValueError("expected a relative path with forward slashes, such as src/model/attention.py:attention")
     path = PurePosixPath(path_text)

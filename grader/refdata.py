@@ -18,6 +18,7 @@ import functools
 import hashlib
 import io
 import json
+import math
 import shlex
 from dataclasses import dataclass
 from importlib.resources import as_file, files
@@ -29,7 +30,7 @@ from grader.attention import exact_attention
 from grader.errors import ReferenceDataError
 from grader.fsutil import write_atomically
 from grader.masks import case_mask
-from grader.suite import Case, Suite, load_suite
+from grader.suite import Case, Shape, Suite, load_suite
 
 REFERENCE_PACKAGE = "grader.reference"
 SUITE_PACKAGE = "grader.fixtures"
@@ -189,14 +190,7 @@ def load_references(suite: Suite, directory: Path | None = None) -> ReferenceSet
         hint += f", then add `references: {suite.source.stem}.reference` to {suite.source}"
     directory = directory or reference_dir_for(suite)
     manifest_path = directory / MANIFEST
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        expected_files = dict(manifest["files"])
-        stored_cases = dict(manifest["cases"])
-    except FileNotFoundError:
-        raise ReferenceDataError(f"{manifest_path}: reference manifest missing; {hint}") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ReferenceDataError(f"{manifest_path}: unreadable reference manifest ({type(exc).__name__}); {hint}") from None
+    expected_files, stored_cases = _read_manifest(manifest_path, hint)
     for name, digest in suite.case_digests().items():
         # A suite may use any subset of a folder's cases, each exactly as it was generated.
         if stored_cases.get(name) != digest:
@@ -218,14 +212,74 @@ def load_references(suite: Suite, directory: Path | None = None) -> ReferenceSet
                 raise ReferenceDataError(f"{path}: cannot read reference file: {exc.strerror}") from None
             if hashlib.sha256(data).hexdigest() != expected_files[file_name]:
                 raise ReferenceDataError(f"{path}: checksum mismatch, the reference file is corrupt or was edited; {hint}")
-            try:
-                arrays[label] = np.load(io.BytesIO(data), allow_pickle=False)
-            except ValueError as exc:
-                raise ReferenceDataError(f"{path}: not a valid .npy array ({exc})") from None
-        shape = case.shape
-        wanted = {"Q": shape.q(), "K": shape.k(), "V": shape.v(), "weights": shape.weights(), "output": shape.output()}
-        for label, dims in wanted.items():
-            if arrays[label].shape != dims or arrays[label].dtype != np.float64:
-                raise ReferenceDataError(f"{directory / f'{name}.{label}.npy'}: shape {arrays[label].shape} does not match case '{name}' {dims}")
+            arrays[label] = _read_array(path, data, _DIMS[label](case.shape), name, hint)
         cases[name] = CaseData(case=case, **arrays)
     return ReferenceSet(directory=directory, cases=cases)
+
+
+def _read_manifest(path: Path, hint: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The manifest's checksums by file name and case digests by case name. Raises
+    ReferenceDataError saying in words what is wrong with it."""
+    unreadable = f"{path}: unreadable reference manifest"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReferenceDataError(f"{path}: reference manifest missing; {hint}") from None
+    except UnicodeDecodeError as exc:
+        raise ReferenceDataError(f"{unreadable}: not UTF-8 text (byte {exc.start}); {hint}") from None
+    except OSError as exc:
+        raise ReferenceDataError(f"{unreadable}: {exc.strerror}; {hint}") from None
+    try:
+        manifest = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReferenceDataError(f"{unreadable}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); {hint}") from None
+    except (ValueError, RecursionError):  # a number of too many digits, nesting too deep
+        raise ReferenceDataError(f"{unreadable}: not JSON (nested too deeply, or a number of too many digits); {hint}") from None
+    if not isinstance(manifest, dict):
+        raise ReferenceDataError(f"{unreadable}: not a JSON object but {_json_kind(manifest)}; {hint}")
+    fields: list[dict[str, str]] = []
+    for field, what in (("files", "file names to SHA-256 checksums"), ("cases", "case names to digests")):
+        if field not in manifest:
+            raise ReferenceDataError(f"{unreadable}: the field '{field}' is missing; {hint}")
+        value = manifest[field]
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise ReferenceDataError(f"{unreadable}: the field '{field}' is not an object of {what}; {hint}")
+        fields.append(value)
+    return fields[0], fields[1]
+
+
+def _json_kind(value: object) -> str:
+    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true or false", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+# The shape each stored array of a case has.
+_DIMS = {"Q": Shape.q, "K": Shape.k, "V": Shape.v, "weights": Shape.weights, "output": Shape.output}
+
+
+def _read_array(path: Path, data: bytes, dims: tuple[int, ...], case: str, hint: str) -> np.ndarray:
+    """A reference file's float64 array of shape ``dims``, read from the .npy format's header and
+    data alone: nothing is ever unpickled (np.load would fall back to pickle for anything that is
+    not .npy, and advise loading it unsafely), and nothing is allocated before the header is
+    known to describe float64 numbers of the case's shape. Raises ReferenceDataError."""
+    not_npy = f"{path}: not a .npy array of numbers"
+    stream = io.BytesIO(data)
+    try:
+        version = np.lib.format.read_magic(stream)
+    except ValueError:
+        raise ReferenceDataError(f"{not_npy}: it does not begin as a .npy file does (the grader never loads pickled data); {hint}") from None
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    try:
+        shape, fortran_order, dtype = readers[version](stream)
+    except (KeyError, ValueError, TypeError, SyntaxError):
+        raise ReferenceDataError(f"{not_npy}: its .npy header is unreadable; {hint}") from None
+    if dtype.hasobject:
+        raise ReferenceDataError(f"{not_npy}: it holds Python objects, which the grader never unpickles; {hint}")
+    if dtype != np.float64:
+        raise ReferenceDataError(f"{not_npy}: it holds {dtype} values, not float64; {hint}")
+    if shape != dims:
+        raise ReferenceDataError(f"{path}: shape {shape} does not match case '{case}' {dims}; {hint}")
+    size = math.prod(shape) * dtype.itemsize
+    if len(data) - stream.tell() != size:
+        raise ReferenceDataError(f"{not_npy}: {len(data) - stream.tell()} bytes of data, expected {size} for shape {shape}; {hint}")
+    array = np.frombuffer(data, dtype=np.float64, offset=stream.tell()).reshape(shape, order="F" if fortran_order else "C")
+    return array.copy()  # writable and owning its memory, as np.load's arrays are

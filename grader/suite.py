@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Literal
 
 import yaml
 
+from grader.bounds import MEMORY_MB, OUTPUT_KB, TIMEOUT_S, Bound, function_name_problem
 from grader.diagnosis.registry import BY_NAME
 from grader.entry import Entry, parse_entry
 from grader.errors import SuiteError
@@ -234,7 +236,10 @@ class _Doc:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.convert(item, path + (str(i),)) for i, item in enumerate(node.value)]
-        return self.loader.construct_object(node, deep=True)
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except ValueError:  # Python's own limits, met while building the value
+            raise self.error(path, "not a value YAML can build: a whole number of more than 4300 digits or an impossible date (quote text)") from None
 
     def line(self, path: tuple[str, ...]) -> int:
         while path and path not in self.lines:
@@ -278,11 +283,39 @@ def _int(doc: _Doc, value: Any, path: tuple[str, ...], minimum: int = 0) -> int:
     return int(value)
 
 
+# A decimal number as YAML 1.2 writes it. PyYAML reads YAML 1.1, where a float needs a dot and a
+# signed exponent: there `1e-4` and `1.0e308` are strings, and a task author meant numbers.
+_DECIMAL = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?")
+
+
 def _number(doc: _Doc, value: Any, path: tuple[str, ...], minimum: float = 0.0) -> float:
+    """A finite number of at least ``minimum``: NaN would compare false with every bound and
+    tolerance, an infinity pass everything."""
+    if isinstance(value, str) and _DECIMAL.fullmatch(value):
+        value = float(value)  # an exponent too large is inf, refused below
     _typed(doc, value, path, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
-    if value < minimum:
+    try:
+        number = float(value)
+    except OverflowError:  # a YAML integer of hundreds of digits
+        raise doc.error(path, "expected a finite number, got a whole number too large for one") from None
+    if not math.isfinite(number):
+        raise doc.error(path, f"expected a finite number, got {value}")
+    if number < minimum:
         raise doc.error(path, f"must be at least {minimum}, got {value}")
-    return float(value)
+    return number
+
+
+def _limit(doc: _Doc, value: Any, path: tuple[str, ...], bound: Bound, whole: bool) -> float:
+    """A limit within its documented bound (grader.bounds), a whole number where ``whole``."""
+    number: float
+    if whole:
+        number = int(_typed(doc, value, path, lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number"))
+    else:
+        number = _number(doc, value, path, -math.inf)
+    problem = bound.problem(number)
+    if problem:
+        raise doc.error(path, problem)
+    return number
 
 
 def _str(doc: _Doc, value: Any, path: tuple[str, ...]) -> str:
@@ -460,9 +493,9 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
     )
     lim_raw = _mapping(doc, top.get("limits", {}), ("limits",), {"timeout": False, "memory_mb": False, "output_kb": False})
     limits = Limits(
-        timeout_s=_number(doc, lim_raw.get("timeout", 10), ("limits", "timeout"), 0.1),
-        memory_mb=_int(doc, lim_raw.get("memory_mb", 1024), ("limits", "memory_mb"), 64),
-        output_bytes=_int(doc, lim_raw.get("output_kb", 64), ("limits", "output_kb"), 1) * 1024,
+        timeout_s=_limit(doc, lim_raw.get("timeout", 10), ("limits", "timeout"), TIMEOUT_S, whole=False),
+        memory_mb=int(_limit(doc, lim_raw.get("memory_mb", 1024), ("limits", "memory_mb"), MEMORY_MB, whole=True)),
+        output_bytes=int(_limit(doc, lim_raw.get("output_kb", 64), ("limits", "output_kb"), OUTPUT_KB, whole=True)) * 1024,
     )
     sev_raw = _mapping(doc, top.get("severity", {}), ("severity",), {k: False for k in top.get("severity", {}) or {}})
     severity: dict[str, str] = {}
@@ -478,6 +511,9 @@ def parse_suite(text: str, source: str, base: Path | None = None) -> Suite:
         ref = Path(_str(doc, top["references"], ("references",)))
         references = ref if ref.is_absolute() or base is None else base / ref
     function = _str(doc, top.get("function", "attention"), ("function",))
+    problem = function_name_problem(function)
+    if problem:
+        raise doc.error(("function",), problem)
     entry = None
     if "entry" in top:
         try:
