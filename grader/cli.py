@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.text import Text
 
 from grader import __version__
+from grader.bounds import MEMORY_MB, TIMEOUT_S, function_name_problem
 from grader.cache import ResultCache
 from grader.diagnosis.registry import RULES, lookup
 from grader.discover import Rule, discover
@@ -37,6 +38,7 @@ from grader.report.jsonload import INDEX, Merge
 from grader.report.model import Report
 from grader.report import untrusted
 from grader.report.sinks import Sinks, Tally, open_sinks
+from grader.report.targets import check_outputs, named, submission_files
 from grader.report.registry import FORMATS, RunInfo
 from grader.report.roster import Roster, load_roster
 from grader.report.text import summary_table
@@ -129,6 +131,21 @@ def cli() -> None:
     _quiet_numerics()
 
 
+def _function_name(value: str | None) -> str | None:
+    """--function: what `def` accepts (grader.bounds); an empty name is no name, not the suite's."""
+    problem = function_name_problem(value) if value is not None else None
+    if problem:
+        raise click.BadParameter(problem)
+    return value
+
+
+def _finite(value: float | None) -> float | None:
+    """click's FloatRange lets NaN through: it compares false with both ends."""
+    if value is not None and value != value:
+        raise click.BadParameter("must be a finite number of seconds, got nan")
+    return value
+
+
 def _quiet_numerics() -> None:
     """No numpy warning about a candidate's values on stderr, among the grader's own lines: the
     judging (pipeline.judge) works on inf, NaN and complex results on purpose, and numpy's
@@ -152,10 +169,10 @@ def _quiet_numerics() -> None:
 @click.option("--audience", type=click.Choice(("reviewer", "candidate")), default="reviewer", show_default=True, help="candidate: what a candidate may see in every format (the bugs, their lines and fixes, pass/fail per check), no expected values, stored cases or fresh inputs.")
 @click.option("--no-cache", "no_cache", is_flag=True, help="Neither reuse nor store cached results.")
 @click.option("--cache-dir", "cache_dir", type=click.Path(path_type=Path), envvar="GRADER_CACHE_DIR", show_envvar=True, help="Where results are cached (default: ~/.cache/attention-grader).")
-@click.option("--function", "function", metavar="NAME", help="Grade this function name instead of the suite's (default: attention).")
+@click.option("--function", "function", metavar="NAME", callback=lambda _ctx, _param, value: _function_name(value), help="Grade this function name instead of the suite's (default: attention).")
 @click.option("--suite", "suite_path", type=click.Path(path_type=Path), help="A suite YAML file (default: the built-in suite).")
-@click.option("--timeout", "timeout", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Wall-clock limit per submission (default 10).")
-@click.option("--memory", "memory", type=click.IntRange(min=64), metavar="MB", help="Memory limit per submission (default 1024).")
+@click.option("--timeout", "timeout", type=click.FloatRange(min=TIMEOUT_S.low, max=TIMEOUT_S.high), callback=lambda _ctx, _param, value: _finite(value), metavar="SECONDS", help=f"Wall-clock limit per submission, at most {TIMEOUT_S.high:g} s (default 10).")
+@click.option("--memory", "memory", type=click.IntRange(min=int(MEMORY_MB.low), max=int(MEMORY_MB.high)), metavar="MB", help=f"Memory limit per submission, at most {int(MEMORY_MB.high)} MB, 1 TB (default 1024).")
 @click.option("--explain", "explain", metavar="NAME", help="Print the full explanation of a diagnosis (name or code) and exit.")
 @click.option("--sandbox-info", "sandbox_info", is_flag=True, help="Print which isolation layers work on this machine and exit.")
 @click.option("--strict-sandbox", "strict_sandbox", is_flag=True, help="Refuse to grade (exit 2) unless network, filesystem and process isolation are all active.")
@@ -211,6 +228,7 @@ def check_command(
     specs = [parse_output(text) for text in outputs]
     for spec in specs:
         check_writable(spec.path)  # before grading: a bad output path must not cost a whole batch
+    check_outputs(specs, [*named(suite_path, "the suite"), *named(roster_path, "the roster")], feedback=feedback_dir)
     roster = _roster(roster_path, fmt, specs)
     feedback = _feedback(feedback_dir, audience)
     options = Options(function=function, timeout_s=timeout, memory_mb=memory, strict_sandbox=strict_sandbox, framework=framework)
@@ -263,6 +281,8 @@ def _grade(request: _Request, server: ForkServers | None, commands: _StoppedComm
     # the submissions found, by which `grade merge` puts the shards back in order.
     places = shard.select([s.label for s in found]) if shard is not None else list(range(len(found)))
     submissions = [found[i] for i in places]
+    # No output onto a submission found (of any shard) or into the references: before grading.
+    check_outputs(specs, submission_files(found), named(reference_dir_for(suite), "the suite's references folder"), request.feedback.folder if request.feedback else None, twice=False)
     if len(submissions) > 1 and "gradescope" in (fmt, *(spec.fmt for spec in specs)):
         raise UsageError(f"gradescope: results.json describes one submission, and {len(submissions)} were found; grade each submission in its own run")
     if options.strict_sandbox:
@@ -376,6 +396,7 @@ def merge_command(reports: tuple[Path, ...], fmt: str, outputs: tuple[str, ...],
     specs = [parse_output(text) for text in outputs]
     for spec in specs:
         check_writable(spec.path)
+    check_outputs(specs, [*((report, f"the report {report}") for report in reports), *named(roster_path, "the roster")], feedback=feedback_dir)
     roster = _roster(roster_path, fmt, specs)
     feedback = _feedback(feedback_dir, audience)
     _tolerant_output()

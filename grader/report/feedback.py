@@ -13,7 +13,8 @@ file system that ignores case) get ``-2``, ``-3``, ... in the order they were gi
 overwrites another of the same run. A file of an earlier run with the same name is replaced.
 
 Files are written as each report arrives (a sink with ``add`` / ``finish``), each atomically
-(grader.fsutil). Text from a submission is escaped for Markdown with
+(grader.fsutil.write_output: a link's target is replaced, the link kept; a device is written
+through). Text from a submission is escaped for Markdown with
 ``grader.report.markdown.md`` and ``md_code``; the rules' own texts (titles, explanations) are
 the grader's, written to read as Markdown, and kept as they are.
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.registry import BY_NAME
 from grader.errors import OutputError
-from grader.fsutil import write_atomically
+from grader.fsutil import write_output
 from grader.report import untrusted
 from grader.report.audience import Audience, is_for_candidate, shown_to
 from grader.report.files import output_error
@@ -163,7 +164,7 @@ class FeedbackWriter:
         report = shown_to(report, self.audience)
         path = self.folder / self.name_for(candidate_of(report))
         try:
-            write_atomically(path, render_feedback(report).encode("utf-8", errors="replace"))
+            write_output(path, render_feedback(report).encode("utf-8", errors="replace"))
         except OSError as exc:
             raise output_error(path, exc) from None
         self.written += 1
