@@ -98,15 +98,18 @@ class Submission:
         folders hash alike. That is, for a checkout, its files (skipped folders included; never
         ``.git/``); for a file graded by name, its folder's (its helper modules and data load from
         there); for a loose file of a batch folder, which may read itself only, its bytes. Links
-        are hashed as links (their target text), never followed. Raises OSError for an
+        are hashed as links (their target text), never followed. The folder's absolute path is
+        hashed too: the submission sees where it runs (``__file__``, its tracebacks, numpy's
+        warnings quote it), so a copy elsewhere may print otherwise. Raises OSError for an
         unreadable file and TooLarge for a folder over the byte or entry budget."""
-        digest = hashlib.sha256(b"grader-content-3")
+        digest = hashlib.sha256(b"grader-content-4")
         if self.file is None:
             return digest.hexdigest()
+        folder = self.folder if self.folder is not None else self.file.parent
+        _frame(digest, b"P", os.fsencode(folder.resolve()), b"")
         if self.folder is None and self.loose:
             _frame(digest, b"F", self.file.name.encode("utf-8", "surrogateescape"), self.file.read_bytes())
             return digest.hexdigest()
-        folder = self.folder if self.folder is not None else self.file.parent
         entries = checkout_entries(folder)
         if sum(size for _, _, size in entries) > MAX_CHECKOUT_BYTES:
             raise TooLarge(self.label)

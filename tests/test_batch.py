@@ -194,8 +194,9 @@ def test_candidate_mode_and_github_actions(tmp_path: Path) -> None:
 
 
 def test_annotations_and_locations_name_the_file_as_it_was_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Relative paths stay as given (GitHub resolves them from the repository's root), and a
-    report taken from the cache for a copy elsewhere points at the copy, not at the original."""
+    """Relative paths stay as given (GitHub resolves them from the repository's root); a report
+    taken from the cache for the same file given by another path points at the path given; and a
+    copy elsewhere is graded afresh (it sees another path: its output may differ)."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b" / "deeper").mkdir(parents=True)
     shutil.copy(EXAMPLES / "seed_buggy.py", tmp_path / "a" / "sub.py")
@@ -207,9 +208,14 @@ def test_annotations_and_locations_name_the_file_as_it_was_given(tmp_path: Path,
     assert all(line.startswith("::error file=a/sub.py,line=12,") for line in out.splitlines()), out
     code, out, _ = invoke(*cache, "--format", "json", "-o", f"github={tmp_path / 'notes.txt'}", "b/deeper/sub.py")
     (sub,) = json.loads(out)["submissions"]
-    assert code == 1 and sub["extra"].get("cached") is True
+    assert code == 1 and sub["extra"].get("cached") is None
     assert [d["location"]["file"] for d in sub["diagnoses"]] == ["b/deeper/sub.py"] * 2
     assert all(line.startswith("::error file=b/deeper/sub.py,line=12,") for line in (tmp_path / "notes.txt").read_text().splitlines())
+    monkeypatch.chdir(tmp_path / "a")
+    code, out, _ = invoke(*cache, "--format", "json", "sub.py")
+    (sub,) = json.loads(out)["submissions"]
+    assert code == 1 and sub["extra"].get("cached") is True
+    assert [d["location"]["file"] for d in sub["diagnoses"]] == ["sub.py"] * 2
 
 
 def _grade_process(args: list[str], tmp_path: Path) -> subprocess.Popen[str]:

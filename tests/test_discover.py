@@ -200,13 +200,23 @@ def test_content_hash_covers_skipped_folders_the_worker_may_import_from(tmp_path
 
 
 def test_content_hash_frames_every_name_and_length(tmp_path: Path) -> None:
-    # Without framing, these two checkouts feed the same bytes to the digest.
-    one, two = tmp_path / "one", tmp_path / "two"
-    write(one / "attention.py", "A")
-    write(one / "b.py", "\0C")
-    write(two / "attention.py", "A\0b.py\0\0C")
-    hashes = {find_in_checkout(d, Rule(pattern="attention.py")).content_hash() for d in (one, two)}
-    assert len(hashes) == 2
+    # Without framing, these two checkouts feed the same bytes to the digest; one after the other
+    # in the same folder, so that its path (hashed too) is the same.
+    write(tmp_path / "attention.py", "A")
+    write(tmp_path / "b.py", "\0C")
+    first = find_in_checkout(tmp_path, Rule(pattern="attention.py")).content_hash()
+    (tmp_path / "b.py").unlink()
+    write(tmp_path / "attention.py", "A\0b.py\0\0C")
+    assert find_in_checkout(tmp_path, Rule(pattern="attention.py")).content_hash() != first
+
+
+def test_content_hash_covers_where_the_submission_runs(tmp_path: Path) -> None:
+    """The same files in another folder: the submission sees its path (__file__, tracebacks,
+    warnings), so its printed output may differ, and no verdict is shared."""
+    for name in ("one", "two"):
+        write(tmp_path / name / "attention.py")
+    one, two = (find_in_checkout(tmp_path / name, Rule()).content_hash() for name in ("one", "two"))
+    assert one != two and find_in_checkout(tmp_path / "one", Rule()).content_hash() == one
 
 
 def test_content_hash_leaves_out_git_and_hashes_links_as_links(tmp_path: Path) -> None:
