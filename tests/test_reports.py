@@ -65,8 +65,13 @@ def test_json_round_trips_through_from_dict(reports: list[Report]) -> None:
         lambda d: d["checks"][2]["cases"][0]["mismatch"].update(worst_index=["0"]),
         lambda d: d["output"].update(truncated_bytes=-1),
         lambda d: d.update(score=True),
+        # Edited by hand: well-formed, but not what the grader writes.
+        lambda d: d.update(passed=True),
+        lambda d: d.update(score=99.0),
+        lambda d: d.update(score=d["score"] + 1),
+        lambda d: d.update(score=float("nan")),
     ],
-    ids=["missing-field", "bool-as-text", "bad-severity", "bad-outcome", "bad-index", "bad-output", "bool-as-number"],
+    ids=["missing-field", "bool-as-text", "bad-severity", "bad-outcome", "bad-index", "bad-output", "bool-as-number", "passed-edited", "score-over-max", "score-not-the-sum", "score-nan"],
 )
 def test_from_dict_refuses_damaged_data(reports: list[Report], damage) -> None:  # type: ignore[no-untyped-def]
     data = json.loads(json.dumps(report_dict(reports[0])))

@@ -373,7 +373,7 @@ def report_from_dict(data: Any, suite_name: str) -> Report:
     extra = data.get("extra", {})
     if not isinstance(extra, dict):
         raise ValueError("bad extra")
-    return Report(
+    report = Report(
         path=_get(data, "path", str),
         function=_get(data, "function", str),
         suite=suite_name,
@@ -389,3 +389,17 @@ def report_from_dict(data: Any, suite_name: str) -> Report:
         error=_get(data, "error", (str, type(None))),
         extra=dict(extra),
     )
+    _consistent(report)
+    return report
+
+
+def _consistent(report: Report) -> None:
+    """A report as the grader writes it: its score the sum of its checks' points and within its
+    maximum, and passed only with every check passed and no error-level diagnosis. A report
+    edited by hand (passed made true, a score raised) is refused, not merged into a gradebook."""
+    if not (math.isfinite(report.score) and math.isfinite(report.max_score)) or not 0 <= report.score <= report.max_score:
+        raise ValueError(f"score {report.score:g} outside 0..{report.max_score:g}")
+    if report.checks and not math.isclose(report.score, sum(c.points for c in report.checks), abs_tol=1e-9):
+        raise ValueError("the score is not the sum of the checks' points")
+    if report.passed and (report.error is not None or any(not c.passed for c in report.checks) or any(d.severity == "error" for d in report.diagnoses)):
+        raise ValueError("passed, with a check failed or a bug named")
