@@ -91,6 +91,7 @@ class Submission:
     related: tuple[Path, ...] = ()  # every Python file of the checkout: they key the cache
     error: str | None = None  # why there is nothing to grade
     loose: bool = False  # a file found in a folder of submissions: its worker may read it alone
+    passed_over: tuple[Path, ...] = ()  # other files of the checkout that define the function too
 
     def content_hash(self) -> str:
         """SHA-256 over what the verdict depends on: every file the worker may read, each framed
@@ -338,7 +339,8 @@ def find_in_checkout(folder: Path, rule: Rule, label: str | None = None) -> Subm
         best = min(_rank(f, rule) for f in definers)
         chosen = [f for f in definers if _rank(f, rule) == best]
         if len(chosen) == 1:
-            return Submission(label, chosen[0], folder, tuple(files))
+            # Chosen by its name (attention.py before solution.py, ...): the others are said.
+            return Submission(label, chosen[0], folder, tuple(files), passed_over=tuple(f for f in definers if f != chosen[0]))
         names = ", ".join(f.relative_to(folder).as_posix() for f in chosen[:5])
         why = f"{len(chosen)} files define {rule.function}(): {names}; choose one with --submission-file"
         return Submission(label, None, folder, tuple(files), error=why)

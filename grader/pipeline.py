@@ -437,13 +437,19 @@ def _internal_error(exc: Exception) -> str:
     return f"internal error of the grader: {type(exc).__name__}: {exc}"
 
 
+# The other files defining the function that a report names (a checkout has seldom more).
+MAX_PASSED_OVER = 5
+
+
 def _labelled(report: Report, submission: Submission, cached: bool = False) -> Report:
     """The report under the submission's current name (a cached one may come from another path:
     its locations, which name the file it was graded as, are moved along)."""
     path = str(submission.file) if submission.file is not None else submission.label
-    extra = {k: v for k, v in report.extra.items() if k not in ("candidate", "cached")}
+    extra = {k: v for k, v in report.extra.items() if k not in ("candidate", "cached", "also_defined_in")}
     if submission.folder is not None:
         extra["candidate"] = submission.label
+        if submission.passed_over:
+            extra["also_defined_in"] = [f.relative_to(submission.folder).as_posix() for f in submission.passed_over[:MAX_PASSED_OVER]]
     if cached:
         extra["cached"] = True
     diagnoses = report.diagnoses

@@ -345,3 +345,13 @@ def test_a_checkout_without_the_function_says_what_it_has_instead(tmp_path: Path
     write(tmp_path / "model.py", code)
     error = find_in_checkout(tmp_path, Rule()).error
     assert error == "no file defines attention() at module level (looked at 1 Python file)" + hint
+
+
+def test_the_files_passed_over_are_named(tmp_path: Path) -> None:
+    """attention.py is chosen by its name before solution.py, which defines attention() too."""
+    write(tmp_path / "attention.py")
+    write(tmp_path / "solution.py")
+    write(tmp_path / "notes.py", "x = 1\n")
+    found = find_in_checkout(tmp_path, Rule())
+    assert found.file == tmp_path / "attention.py" and found.passed_over == (tmp_path / "solution.py",)
+    assert find_in_checkout(tmp_path, Rule(pattern="solution.py")).passed_over == ()

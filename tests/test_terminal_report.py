@@ -218,3 +218,11 @@ def test_piped_the_report_is_laid_out_at_the_width_of_a_file_report(tmp_path: Pa
     done = subprocess.run([sys.executable, "-m", "grader", "--no-cache", f"{folder.name}/seed_buggy.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
     first = done.stdout.splitlines()[0]
     assert len(first.rstrip()) > 80 and first.startswith("FAILED") and first.rstrip().endswith(" s"), done.stdout
+
+
+def test_the_files_passed_over_are_said_under_the_verdict(grade_path) -> None:  # type: ignore[no-untyped-def]
+    report = grade_path(EXAMPLES / "seed_buggy.py")
+    with_others = replace(report, extra={**report.extra, "candidate": "alice", "also_defined_in": ["solution.py"]})
+    lines = shown([with_others])[0].splitlines()
+    assert "also defined in solution.py: not graded" in lines[1]
+    assert "also defined" not in shown([report])[0]

@@ -269,6 +269,9 @@ def render(report: Report, verbose: bool = False) -> Group:
         top.append(sandbox_line(report.sandbox))  # a missing isolation is news even when short
     if report.error:
         top.append(shown(f"  {report.error}", "red"))
+    also = report.extra.get("also_defined_in")
+    if isinstance(also, list) and also:
+        top.append(shown(f"  also defined in {', '.join(str(a) for a in also)}: not graded (--submission-file chooses another)", "dim"))
     owner, heat = _heat_owner(report)
     found: list[RenderableType] = []
     rest: list[RenderableType] = []
