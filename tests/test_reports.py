@@ -16,6 +16,8 @@ from grader.diagnosis.model import Diagnosis, Location
 from grader.errors import UsageError
 from grader.report.registry import FORMATS, RunInfo, make_reporter
 from grader.report.files import render_document
+from grader.report.fixtext import is_code
+from grader.report.markdown import md_fix
 from grader.report.github import annotation_lines, escape_data, escape_property
 from grader.report.jsonfmt import report_dict, report_from_dict
 from grader.report.junit import xml_text
@@ -226,3 +228,23 @@ def test_report_files_are_never_half_written(tmp_path: Path, monkeypatch: pytest
         write_report_file(target, "<testsuites/>" * 1000)
     assert target.read_text() == "the previous report"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.xml"]  # no temporary file left
+
+
+@pytest.mark.parametrize(
+    ("fix", "code"),
+    [
+        ("scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)", True),
+        ("return weights @ V", True),
+        ("e = np.exp(x); weights = e / e.sum(axis=-1, keepdims=True)", True),
+        ("weights = softmax(scores, axis=-1)   # over the keys", True),
+        ("Remove endless loops and use vectorised numpy.", False),
+        ("Swap only the last two axes: np.swapaxes(K, -1, -2), right for any number of leading axes.", False),
+        ("Return the numpy array `weights @ V`, of shape (..., T_q, d_v).", False),
+    ],
+)
+def test_a_fix_is_shown_as_code_only_when_it_is_code(fix: str, code: bool) -> None:
+    assert is_code(fix) is code
+    shown = md_fix(fix)
+    assert shown.startswith("`") is code
+    if "`" in fix and not code:
+        assert "`weights @ V`" in shown and "Return the numpy array" in shown

@@ -146,9 +146,9 @@ def assert_document(fmt: str, text: str) -> None:
 
 
 def assert_verdicts(text: str) -> None:
-    """Thirteen failed submissions, and nothing that looks like a verdict but them."""
-    verdicts = [line for line in text.splitlines() if re.match(r"\s*(PASSED|FAILED)\b", line)]
-    assert len(verdicts) == SUBMISSIONS and all(v.startswith("FAILED  ") for v in verdicts), verdicts
+    """Thirteen submissions failed or not graded, and nothing that looks like a verdict but them."""
+    verdicts = [line for line in text.splitlines() if re.match(r"\s*(PASSED|FAILED|NOT GRADED)\b", line)]
+    assert len(verdicts) == SUBMISSIONS and all(v.startswith(("FAILED  ", "NOT GRADED  ")) for v in verdicts), verdicts
 
 
 @pytest.mark.parametrize("fmt", BATCH_FORMATS)

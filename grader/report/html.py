@@ -46,6 +46,7 @@ from grader.probes import FRESH_PREFIX
 from grader.report import untrusted
 from grader.report.audience import is_for_candidate, shown_to
 from grader.report.base import RunInfo
+from grader.report.fixtext import is_code
 from grader.report.model import Report
 from grader.report.spool import spool
 from grader.report.summary import Row, RunSummary
@@ -242,6 +243,7 @@ def _bug(d: Diagnosis, candidate: bool) -> dict[str, Any]:
         "where": where,
         "excerpt": source_excerpt(d.location) if d.location is not None else None,
         "fix": d.fix,
+        "fix_is_code": is_code(d.fix),
     }
 
 

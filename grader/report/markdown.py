@@ -25,6 +25,7 @@ from typing import IO, Iterable
 from grader.report import untrusted
 from grader.report.audience import shown_to
 from grader.report.base import RunInfo
+from grader.report.fixtext import is_code
 from grader.report.model import Report
 from grader.report.summary import Row, RunSummary
 
@@ -47,6 +48,17 @@ def md_code(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_fix(fix: str) -> str:
+    """A fix: a code span if it is a line of code, else a sentence with its backticked parts as
+    code spans (an odd number of backticks: the sentence as it is, escaped)."""
+    if is_code(fix):
+        return md_code(fix)
+    parts = fix.split("`")
+    if len(parts) % 2 == 0:
+        return md(fix)
+    return " ".join(md_code(part) if i % 2 else md(part) for i, part in enumerate(parts) if part.strip())
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +111,7 @@ def document(rows: list[Row], details: list[Details]) -> str:
             lines.append(f"- not graded: {md(item.error)}")
         for f in item.findings:
             where = f" (line {f.line})" if f.line is not None else ""
-            lines.append(f"- **{md(f.code)} {md(f.name)}**{where}: {md(f.message.rstrip('.'))}. Fix: {md_code(f.fix)}")
+            lines.append(f"- **{md(f.code)} {md(f.name)}**{where}: {md(f.message.rstrip('.'))}. Fix: {md_fix(f.fix)}")
     return "\n".join(lines) + "\n"
 
 
