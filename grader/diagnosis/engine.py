@@ -134,9 +134,9 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
         rounding = behaviour.rounding_beyond_tolerance(by_name, observed, {n: tolerance_for(p, suite.tolerance) for n, p in by_name.items()}, failed)
         # Or weights of exactly 0 in the shape of a causal mask off by some keys, which the
         # catalogue does not replay (it has the causal mask itself).
-        masked = unasked_mask(by_name, observed, failed) if rounding is None else None
-        if rounding is not None or masked is not None:
-            diagnoses = [d for d in diagnoses if d.name != "values-mismatch"] + [rounding or masked]  # type: ignore[list-item]  # one of them is set
+        instead = rounding or unasked_mask(by_name, observed, failed)
+        if instead is not None:
+            diagnoses = [d for d in diagnoses if d.name != "values-mismatch"] + [instead]
     if failed and not any(d.severity == "error" for d in diagnoses):
         diagnoses.append(_unexplained_checks(checks, failed))
     precision = behaviour.reduced_precision(by_name, observed, suite.tolerance)
@@ -343,7 +343,6 @@ def missing_module(error_type: str, message: str) -> str | None:
     if found is None or len(found.group(1)) >= NAME_LIMIT:
         return None
     return found.group(1)
-
 
 
 def _function_missing(function: str, message: str, evidence: dict[str, Any], checks: tuple[str, ...]) -> Diagnosis:
