@@ -293,6 +293,7 @@ def _grade(request: _Request, server: ForkServers | None, commands: _StoppedComm
         prepared.suite.name, prepared.suite.max_score_for(prepared.framework), quiet=quiet, verbose=request.verbose,
         audience="candidate" if request.audience == "candidate" else "reviewer", roster=request.roster,
         discovered=len(found), shard=str(shard) if shard is not None else None, suite_fingerprint=prepared.suite.fingerprint(),
+        expected=len(submissions),
     )
     tally = _Tally()
     interrupted = False

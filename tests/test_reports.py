@@ -248,3 +248,13 @@ def test_a_fix_is_shown_as_code_only_when_it_is_code(fix: str, code: bool) -> No
     assert shown.startswith("`") is code
     if "`" in fix and not code:
         assert "`weights @ V`" in shown and "Return the numpy array" in shown
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_a_run_that_stopped_short_says_so(reports: list[Report], fmt: str) -> None:
+    """An interrupted run (Ctrl-C): its reports are complete documents of what was graded, and
+    say how many of how many."""
+    short = render_document(fmt, reports[:1], replace(INFO, expected=3))  # type: ignore[arg-type]
+    assert "interrupted: 1 of 3 graded" in short
+    assert "interrupted" not in render_document(fmt, reports, replace(INFO, expected=3))  # type: ignore[arg-type]
+    assert "interrupted" not in render_document(fmt, reports[:1], INFO)  # type: ignore[arg-type]  # no expectation: a merge, an API call

@@ -38,7 +38,12 @@ class RunInfo:
     # The run behind the reports, for the JSON report's header (what `grade merge` checks):
     discovered: int | None = None  # submissions found before --shard took its slice
     shard: str | None = None  # "I/N" with --shard
+    expected: int | None = None  # the submissions this run set out to grade: fewer reports, it was interrupted
     suite_fingerprint: str | None = None  # grader.suite.Suite.fingerprint()
+
+    def interrupted(self, graded: int) -> str:
+        """"interrupted: 6 of 18 graded" when the run stopped short of what it set out to grade, else ""."""
+        return f"interrupted: {graded} of {self.expected} graded" if self.expected is not None and graded < self.expected else ""
 
 
 class Reporter(Protocol):

@@ -86,9 +86,9 @@ class Details:
         return cls(report.path, report.error, findings)
 
 
-def document(rows: list[Row], details: list[Details]) -> str:
+def document(rows: list[Row], details: list[Details], interrupted: str = "") -> str:
     """The summary: counts, a table row per submission (the first MAX_ROWS), the details of the
-    failed ones (the first MAX_DETAILS)."""
+    failed ones (the first MAX_DETAILS); ``interrupted``: what RunInfo.interrupted says."""
     summary = RunSummary.of(rows)
     lines = [f"## Attention grader: {summary.passed} of {summary.total} passed", ""]
     counts = f"{summary.passed} passed, {summary.failed} failed"
@@ -96,6 +96,8 @@ def document(rows: list[Row], details: list[Details]) -> str:
         counts += f", {summary.errors} not graded"
     if summary.cached:
         counts += f" ({summary.cached} from the cache)"
+    if interrupted:
+        counts += f"; **{interrupted}**"
     lines += [counts, "", "| | submission | score | diagnoses | seconds |", "|---|---|---:|---|---:|"]
     for r in rows[:MAX_ROWS]:
         mark = "✅" if r.passed else ("⚠️ not graded" if r.verdict == "not graded" else "❌")
@@ -143,7 +145,7 @@ class MarkdownReporter:
             self.details.append(Details.of(report))
 
     def text(self) -> str:
-        return document(self.rows, self.details)
+        return document(self.rows, self.details, self.info.interrupted(len(self.rows)))
 
     def finish(self) -> None:
         self.stream.write(self.text())
