@@ -226,3 +226,11 @@ def test_the_files_passed_over_are_said_under_the_verdict(grade_path) -> None:  
     lines = shown([with_others])[0].splitlines()
     assert "also defined in solution.py: not graded" in lines[1]
     assert "also defined" not in shown([report])[0]
+
+
+def test_quiet_ends_with_the_counts_alone(grade_path) -> None:  # type: ignore[no-untyped-def]
+    """-q: one line per submission and the verdict counts, as the README says; no tables."""
+    reports = [grade_path(EXAMPLES / name) for name in ("seed_buggy.py", "correct.py")]
+    quiet = shown(reports, replace(INFO, quiet=True))[0]
+    assert quiet.splitlines()[-1].startswith("1 passed, 1 failed, 0 not graded of 2 submissions")
+    assert "most frequent diagnoses" not in quiet and "most frequent diagnoses" in shown(reports)[0]

@@ -332,8 +332,9 @@ def batch_table(rows: Iterable[Row], width: int = 100) -> Table:
     return table
 
 
-def summary_table(summary: RunSummary) -> Group:
-    """The end of a batch: verdict counts, the most frequent diagnoses, the slowest submissions."""
+def summary_table(summary: RunSummary, counts_only: bool = False) -> Group:
+    """The end of a batch: verdict counts, then (unless ``counts_only``: --quiet) the most
+    frequent diagnoses and the slowest submissions."""
     counts = Text.assemble(
         (f"{summary.passed} passed", "bold green"), ", ",
         (f"{summary.failed} failed", "bold red" if summary.failed else ""), ", ",
@@ -342,6 +343,8 @@ def summary_table(summary: RunSummary) -> Group:
         (f" ({summary.cached} from the cache)" if summary.cached else "", "dim"),
     )
     parts: list[RenderableType] = [counts]
+    if counts_only:
+        return Group(*parts)
     if summary.diagnoses:
         table = Table(title="most frequent diagnoses", title_justify="left", box=None, padding=(0, 2, 0, 0))
         table.add_column("code")
@@ -388,7 +391,7 @@ class TextReporter:
         if not self.quiet:  # with -q the lines above are the table already
             self.console.print(batch_table(self.rows, self.console.width))
         self.console.print()
-        self.console.print(summary_table(RunSummary.of(self.rows)))
+        self.console.print(summary_table(RunSummary.of(self.rows), counts_only=self.quiet))
 
 
 def text_reporter(stream: IO[str], info: RunInfo) -> TextReporter:
