@@ -419,7 +419,21 @@ def discover(paths: list[Path], rule: Rule, candidate: bool = False) -> list[Sub
             if not inside:
                 raise UsageError(f"{path}: no submissions in this folder (no .py file, no candidate folder)")
             found.extend(inside)
-    return found
+    return _once(found)
+
+
+def _once(found: list[Submission]) -> list[Submission]:
+    """Each submission once, where it first came (a file given twice, or also inside a folder
+    given): graded twice it would stand twice in the gradebook."""
+    seen: set[str] = set()
+    kept = []
+    for sub in found:
+        where = sub.folder if sub.file is None else sub.file
+        key = os.path.realpath(where) if where is not None else sub.label
+        if key not in seen:
+            seen.add(key)
+            kept.append(sub)
+    return kept
 
 
 def _folder_entries(folder: Path, rule: Rule) -> list[Submission]:

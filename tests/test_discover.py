@@ -355,3 +355,11 @@ def test_the_files_passed_over_are_named(tmp_path: Path) -> None:
     found = find_in_checkout(tmp_path, Rule())
     assert found.file == tmp_path / "attention.py" and found.passed_over == (tmp_path / "solution.py",)
     assert find_in_checkout(tmp_path, Rule(pattern="solution.py")).passed_over == ()
+
+
+def test_a_submission_given_twice_is_graded_once(tmp_path: Path) -> None:
+    a = write(tmp_path / "batch" / "a.py")
+    write(tmp_path / "batch" / "b.py")
+    found = discover([a, tmp_path / "batch", a, Path(str(a).replace("/batch/", "/batch/./"))], Rule())
+    assert [s.file for s in found] == [a, tmp_path / "batch" / "b.py"]
+    assert not found[0].loose  # as first given: by name

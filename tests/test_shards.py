@@ -127,7 +127,7 @@ def test_the_cli_shard_is_the_same_whatever_order_the_paths_come_in(folder: Path
     assert picked[0] == picked[1] and len(picked[0]) in (2, 3)
 
 
-@pytest.mark.parametrize("text", ["0/3", "4/3", "3", "a/b", "1/0", "-1/2", "1/3/4", ""])
+@pytest.mark.parametrize("text", ["0/3", "4/3", "3", "a/b", "1/0", "-1/2", "1/3/4", "", "１/２", " 1/2", "1 /2"])
 def test_a_bad_shard_is_a_usage_error(text: str) -> None:
     code, out, err = invoke("--shard", text, str(EXAMPLES / "correct.py"))
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("grade: error: --shard"), err

@@ -3,7 +3,7 @@
 Schema (stable; fields are only ever added)::
 
     {"grader": {"version"}, "suite": {"name", "max_score", "fingerprint"},
-     "run": {"discovered", "shard", "expected"},
+     "run": {"discovered", "shard"},
      "submissions": [{"path", "passed", "score", "max_score", "duration_s", "worker_status",
                       "error", "checks": [{"id", "kind", "title", "passed", "outcome", "points",
                       "max_points", "summary", "cases": [...]}],
@@ -179,8 +179,7 @@ def header_dict(info: RunInfo) -> dict[str, Any]:
     return {
         "grader": {"version": __version__},
         "suite": {"name": info.suite_name, "max_score": info.max_score, "fingerprint": info.suite_fingerprint},
-        # expected: what the run set out to grade (its shard's); fewer submissions: it was interrupted.
-        "run": {"discovered": info.discovered, "shard": info.shard, "expected": info.expected},
+        "run": {"discovered": info.discovered, "shard": info.shard},
     }
 
 
