@@ -90,3 +90,23 @@ def test_other_wrong_rows_on_large_inputs_are_not() -> None:
     assert collapsed_rows(probe, reference) is None  # nothing wrong
     # A row of zeros counts only where that row's largest score overflows exp.
     assert (collapsed_rows(probe, zeroed) is not None) == bool(top[0] > 709.8)
+
+
+def test_a_probe_the_mask_cannot_reach_is_no_evidence_against_it() -> None:
+    """tril(diagonal=1) masks nothing of two keys: that probe fits, where a longer unmasked one
+    would not. (Fresh cases draw such sizes at random.)"""
+    long, short = identity_probe(6, 7, name="long/identity"), identity_probe(5, 2, name="short/identity")
+    keep = np.tril(np.ones((6, 7), dtype=bool), k=1)
+    seen = {**observed(long, masked_softmax(long, keep)), **observed(short, masked_softmax(short, np.ones((5, 2), dtype=bool)))}
+    d = unasked_mask({long.name: long, short.name: short}, seen, ("weights",))
+    assert d is not None and "off by +1" in d.message
+    wide = identity_probe(5, 4, name="wide/identity")  # four keys: a mask off by +1 would hide some
+    seen = {**observed(long, masked_softmax(long, keep)), **observed(wide, masked_softmax(wide, np.ones((5, 4), dtype=bool)))}
+    assert unasked_mask({long.name: long, wide.name: wide}, seen, ("weights",)) is None
+
+
+def test_more_queries_than_keys_count_the_keys() -> None:
+    """Cross-attention shapes (T_q > T_k): rows past the mask's reach have no masked key."""
+    probe = identity_probe(11, 6)
+    d = unasked_mask({probe.name: probe}, observed(probe, masked_softmax(probe, np.tril(np.ones((11, 6), dtype=bool), k=1))), ("weights",))
+    assert d is not None and "off by +1" in d.message

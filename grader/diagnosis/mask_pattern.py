@@ -32,8 +32,10 @@ def _first_zeros(weights: np.ndarray) -> np.ndarray | None:
 
 
 def unasked_mask(probes: dict[str, Probe], observed: dict[str, Observation], failed: tuple[str, ...]) -> Diagnosis | None:
-    """The diagnosis when every unmasked identity probe's weights show a causal-like mask."""
-    shown: list[tuple[str, np.ndarray]] = []
+    """The diagnosis when the unmasked identity probes' weights show a causal-like mask: each of
+    them, or (where the mask cannot reach its keys) none of its keys masked."""
+    shown: list[tuple[str, np.ndarray, int]] = []  # probe, first masked key per query, T_k
+    unmasked: list[int] = []  # T_k of each probe with no key masked at all
     for name, probe in probes.items():
         if probe.kind != "identity" or probe.mask is not None or probe.magnitude > 1.0 or min(probe.Q.shape[-2], probe.K.shape[-2]) < 2:
             continue
@@ -45,22 +47,26 @@ def unasked_mask(probes: dict[str, Probe], observed: dict[str, Observation], fai
         first = _first_zeros(weights)
         if first is None or np.any(first == 0):  # a zero out of place, or a row masked whole
             return None
-        # The rows with a masked key: at least two in every sequence, the first masked key moving
-        # right (or staying) from one to the next. A row with none (a query past the mask's reach,
-        # or one whose every key was masked with a finite fill, which comes out uniform) is skipped.
+        # In each sequence the first masked key moves right (or stays) from one query to the next.
+        # A row with none (a query past the mask's reach, or one whose every key was masked with
+        # a finite fill, which comes out uniform) is skipped.
         tk = weights.shape[-1]
-        for row in first.reshape(-1, first.shape[-1]):
-            masked = row[row < tk]
-            if masked.size < 2 or np.any(np.diff(masked) < 0):
-                return None
-        shown.append((name, first))
-    if not shown:
+        if any(np.any(np.diff(row[row < tk]) < 0) for row in first.reshape(-1, first.shape[-1])):
+            return None
+        if np.any(first < tk):
+            shown.append((name, first, tk))
+        else:
+            unmasked.append(tk)
+    if sum(int(np.count_nonzero(f < tk)) for _, f, tk in shown) < 2:
+        return None
+    offsets = {int(o) for _, f, tk in shown for row in f.reshape(-1, f.shape[-1]) for o in (row - np.arange(1, row.size + 1))[row < tk]}
+    # A probe with no key masked fits only a mask whose reach ends past its keys: one offset
+    # o, and T_k <= 1 + o (query 0 keeps keys 0..o).
+    if unmasked and (len(offsets) != 1 or max(unmasked) > 1 + next(iter(offsets))):
         return None
     # A stored case (the report can draw its weights), the one with the most queries.
-    name, first = max(shown, key=lambda s: (not probes[s[0]].fresh, s[1].shape[-1]))
+    name, first, tk = max(shown, key=lambda s: (not probes[s[0]].fresh, s[1].shape[-1]))
     rows = first.reshape(-1, first.shape[-1])[0]
-    tk = probes[name].K.shape[-2]
-    offsets = set((rows - np.arange(1, rows.size + 1))[rows < tk].tolist())
     kept = ", ".join(f"query {i} keys 0..{int(f) - 1}" if f < tk else f"query {i} every key" for i, f in enumerate(rows[:4]))
     message = f"{name}: weights exactly 0 from some key to the last in every row, later queries no earlier ({kept}{', ...' if rows.size > 4 else ''}): a causal-like mask no case asked for"
     if len(offsets) == 1:
