@@ -314,8 +314,7 @@ def find_in_checkout(folder: Path, rule: Rule, label: str | None = None) -> Subm
             return Submission(label, None, folder, tuple(files), error=str(exc))
     if rule.pattern is not None:
         # A notebook may be the submission too (its helper modules beside it).
-        notebooks = [f for f in python_files(folder, (".ipynb",)) if ".ipynb_checkpoints" not in f.parts]
-        matches = [f for f in files + notebooks if fnmatch.fnmatch(f.relative_to(folder).as_posix(), rule.pattern)]
+        matches = [f for f in files + _notebooks(folder) if fnmatch.fnmatch(f.relative_to(folder).as_posix(), rule.pattern)]
         if len(matches) == 1:
             return Submission(label, matches[0], folder, tuple(files) + ((matches[0],) if matches[0].suffix == ".ipynb" else ()))
         names = ", ".join(f.relative_to(folder).as_posix() for f in matches[:5])
@@ -362,18 +361,28 @@ def find_in_checkout(folder: Path, rule: Rule, label: str | None = None) -> Subm
     return Submission(label, None, folder, tuple(files), error=why + _another_name(folder, candidates, rule.function))
 
 
+def _notebooks(folder: Path) -> list[Path]:
+    """The notebooks of a checkout, Jupyter's checkpoint copies left out."""
+    return [f for f in python_files(folder, (".ipynb",)) if ".ipynb_checkpoints" not in f.parts]
+
+
 def _another_name(folder: Path, files: list[Path], function: str) -> str:
     """What to say when no file defines the function: the one notebook that defines it (the
     --submission-file to pass), the one module-level function that looks like attention under
     another name (the --function to pass), or a class that has it as a method (which --function
     cannot grade). Parsed within the checkout's budget."""
+    notebooks = [n for n in _notebooks(folder) if _names(n, f"def {function}(")]
+    if len(notebooks) == 1:
+        where = notebooks[0].relative_to(folder).as_posix()
+        return f"; the notebook {where} defines {function}(): choose it with --submission-file {where}"
     functions: dict[str, Path] = {}
     methods: list[str] = []
     budget = MAX_PARSED_PER_CHECKOUT
     for f in files:
         try:
-            budget -= f.stat().st_size
-            if budget < 0 or f.stat().st_size > MAX_PARSED_BYTES:
+            size = f.stat().st_size
+            budget -= size
+            if budget < 0 or size > MAX_PARSED_BYTES:
                 break
             tree = parse_quietly(f.read_bytes(), filename=str(f))
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
@@ -383,14 +392,10 @@ def _another_name(folder: Path, files: list[Path], function: str) -> str:
                 functions.setdefault(node.name, f)
             elif isinstance(node, ast.ClassDef) and len(node.name) < NAME_LIMIT and any(isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == function for m in node.body):
                 methods.append(f"{node.name}.{function} in {f.relative_to(folder).as_posix()}")
-    notebooks = [n for n in python_files(folder, (".ipynb",)) if ".ipynb_checkpoints" not in n.parts and _names(n, f"def {function}(")]
-    if len(notebooks) == 1:
-        where = notebooks[0].relative_to(folder).as_posix()
-        return f"; the notebook {where} defines {function}(): choose it with --submission-file {where}"
     other = attention_candidate(functions)
     if other is not None:
         return f"; {functions[other].relative_to(folder).as_posix()} defines {other}(): grade it with --function {other}"
-    if methods and function.isidentifier():
+    if methods:
         return f"; {methods[0]} is a method, and the graded function must be at module level (a function of the file that calls it)"
     return ""
 
