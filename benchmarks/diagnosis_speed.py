@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from grader.api import Prepared, prepare  # noqa: E402
 from grader.checks import run_checks  # noqa: E402
 from grader.diagnosis.engine import diagnose  # noqa: E402
-from grader.diagnosis.locate import attach_locations  # noqa: E402
+from grader.diagnosis.attach import attach_locations  # noqa: E402
 from grader.observation import WorkerRun  # noqa: E402
 from grader.sandbox.runner import run_submission  # noqa: E402
 from grader.submission import prepare_submission  # noqa: E402

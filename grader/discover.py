@@ -56,6 +56,7 @@ from pathlib import Path
 from grader.entry import NAME_LIMIT, Entry, EntryError, attention_candidate, conventional_file, resolve_entry
 from grader.errors import UsageError
 from grader.frameworks import MAX_PARSED_BYTES, parse_quietly
+from grader.fsutil import read_regular
 
 CONVENTIONAL = ("attention.py", "solution.py", "submission.py")
 SUFFIXES = (".py", ".ipynb")  # what a file given directly, or lying in a graded folder, may be
@@ -109,7 +110,7 @@ class Submission:
         folder = self.folder if self.folder is not None else self.file.parent
         _frame(digest, b"P", os.fsencode(folder.resolve()), b"")
         if self.folder is None and self.loose:
-            _frame(digest, b"F", self.file.name.encode("utf-8", "surrogateescape"), self.file.read_bytes())
+            _frame(digest, b"F", self.file.name.encode("utf-8", "surrogateescape"), read_regular(self.file))
             return digest.hexdigest()
         entries = checkout_entries(folder)
         if sum(size for _, _, size in entries) > MAX_CHECKOUT_BYTES:
@@ -119,7 +120,7 @@ class Submission:
             if kind == "link":
                 _frame(digest, b"L", name, os.readlink(path).encode("utf-8", "surrogateescape"))
             else:
-                _frame(digest, b"F", name, _read_regular(path))
+                _frame(digest, b"F", name, read_regular(path, follow=False))  # never blocking, never through a link
         _frame(digest, b"G", os.path.relpath(self.file, folder).encode("utf-8", "surrogateescape"), b"")
         return digest.hexdigest()
 
@@ -127,19 +128,6 @@ class Submission:
 def _frame(digest: hashlib._Hash, kind: bytes, name: bytes, data: bytes) -> None:
     # Both lengths up front: a name and content can never be shifted into each other.
     digest.update(kind + struct.pack("<QQ", len(name), len(data)) + name + data)
-
-
-def _read_regular(path: Path) -> bytes:
-    """A regular file's bytes, never through a link and never blocking (a FIFO swapped in after
-    the walk is refused, not waited on)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: no longer a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
-        os.close(fd)
 
 
 def checkout_entries(root: Path) -> list[tuple[Path, str, int]]:
@@ -277,9 +265,10 @@ def _defines(tree: ast.Module, name: str) -> bool:
 def defines_function(path: Path, name: str) -> bool:
     """Parse (never import) ``path`` and tell whether it defines ``name`` at module level."""
     try:
-        if path.stat().st_size > MAX_PARSED_BYTES:
+        data = read_regular(path, MAX_PARSED_BYTES)
+        if len(data) > MAX_PARSED_BYTES:
             return False
-        tree = parse_quietly(path.read_bytes(), filename=str(path))  # its warnings quote the file
+        tree = parse_quietly(data, filename=str(path))  # its warnings quote the file
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return _defines(tree, name)
@@ -289,7 +278,8 @@ def _names(path: Path, name: str) -> bool:
     """Whether ``name`` occurs in the file at all: the cheap test that spares most files the
     parser (a definition needs the name)."""
     try:
-        return path.stat().st_size <= MAX_PARSED_BYTES and name.encode() in path.read_bytes()
+        data = read_regular(path, MAX_PARSED_BYTES)
+        return len(data) <= MAX_PARSED_BYTES and name.encode() in data
     except OSError:
         return False
 
@@ -384,7 +374,7 @@ def _another_name(folder: Path, files: list[Path], function: str) -> str:
             budget -= size
             if budget < 0 or size > MAX_PARSED_BYTES:
                 break
-            tree = parse_quietly(f.read_bytes(), filename=str(f))
+            tree = parse_quietly(read_regular(f, MAX_PARSED_BYTES), filename=str(f))
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for node in tree.body:

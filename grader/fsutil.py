@@ -1,5 +1,6 @@
 """Writing files so that a reader never sees half of one, and output files where the user
-pointed: through a link onto its target, through a device or a FIFO by writing to it."""
+pointed: through a link onto its target, through a device or a FIFO by writing to it; and
+reading a candidate's file, which may be anything but a regular file."""
 
 from __future__ import annotations
 
@@ -128,3 +129,20 @@ def write_output(path: Path, data: bytes) -> None:
         return
     check_replaceable(target.file)
     write_atomically(target.file, data)
+
+
+def read_regular(path: Path, limit: int | None = None, follow: bool = True) -> bytes:
+    """The bytes of a regular file, at most ``limit`` + 1 of them (so a caller can tell a file
+    over its limit). A candidate's folder may hold a FIFO or a device under any name, or a link
+    to one: opened without O_NONBLOCK a FIFO blocks the grader forever, and /dev/zero never
+    ends, so anything but a regular file is refused after the open, never read. ``follow``
+    False refuses a link too. Raises OSError."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file; not read", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read() if limit is None else handle.read(limit + 1)
+    finally:
+        os.close(fd)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from grader.fsutil import read_regular
 from grader.observation import ErrorInfo, Observation, WorkerRun
 
 MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024  # outputs (images) make notebooks large; code never is
@@ -188,9 +189,11 @@ def read_notebook(path: Path) -> NotebookSource:
         size = path.stat().st_size
         if size > MAX_NOTEBOOK_BYTES:
             raise NotebookError(f"the notebook is {size // (1024 * 1024)} MB; at most {MAX_NOTEBOOK_BYTES // (1024 * 1024)} MB is read")
-        data = path.read_bytes()
+        data = read_regular(path, MAX_NOTEBOOK_BYTES)
     except OSError as exc:
         raise NotebookError(f"cannot read the notebook: {exc.strerror}") from None
+    if len(data) > MAX_NOTEBOOK_BYTES:  # grew since its size was read
+        raise NotebookError(f"the notebook is over {MAX_NOTEBOOK_BYTES // (1024 * 1024)} MB; at most that is read")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

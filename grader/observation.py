@@ -30,6 +30,7 @@ class ErrorInfo:
     file: str | None = None
     frames: tuple[dict[str, Any], ...] = ()
     cell: int | None = None  # In a notebook, the cell that holds ``line`` (from 1)
+    code: str | None = None  # ``line`` as the worker read it, through the sandbox
 
     @property
     def where(self) -> str:
@@ -174,6 +175,7 @@ def parse_error(meta: Any) -> ErrorInfo:
         line=_opt_int(meta.get("line")),
         file=file[:300] if isinstance(file, str) else None,
         frames=clean,
+        code=code[:300] if isinstance(code := meta.get("code"), str) else None,
     )
 
 

@@ -48,7 +48,7 @@ from grader.cache import ResultCache
 from grader.checks import run_checks
 from grader.diagnosis import load_fixes
 from grader.diagnosis.engine import diagnose
-from grader.diagnosis.locate import attach_locations
+from grader.diagnosis.attach import attach_locations
 from grader.discover import Submission, TooLarge
 from grader.errors import GraderEnvironmentError, GraderError
 from grader.frameworks import compile_allowance

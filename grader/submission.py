@@ -17,6 +17,7 @@ from typing import Any
 
 from grader.entry import LoadPlan, load_plan
 from grader.frameworks import Framework, FrameworkChoiceError, choose, frameworks_of, imported_modules, installed, missing_message, parse_source, statements
+from grader.fsutil import read_regular
 from grader.notebook import NotebookError, NotebookSource, read_notebook
 
 MAX_HELPER_FILES = 20
@@ -97,10 +98,11 @@ def framework_sources(file: Path, first: str, plan: LoadPlan, follow: bool = Tru
                     continue
                 seen.add(target.resolve())
                 try:
-                    if target.stat().st_size <= MAX_HELPER_BYTES:
-                        queue.append((target, target.read_text(encoding="utf-8", errors="replace")))
+                    data = read_regular(target, MAX_HELPER_BYTES)
                 except OSError:
                     continue
+                if len(data) <= MAX_HELPER_BYTES:
+                    queue.append((target, data.decode("utf-8", errors="replace")))
     return found
 
 
@@ -119,7 +121,7 @@ def prepare_submission(file: Path, framework_setting: str = "auto", root: Path |
         text = notebook.source
     else:
         try:
-            text = file.read_bytes()[: 4 * MAX_HELPER_BYTES].decode("utf-8", errors="replace")
+            text = read_regular(file, 4 * MAX_HELPER_BYTES)[: 4 * MAX_HELPER_BYTES].decode("utf-8", errors="replace")
         except OSError as exc:
             return Unloadable("OSError", f"cannot read the file: {exc.strerror}")
     try:

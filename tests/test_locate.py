@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, EXAMPLES
-from grader.diagnosis.locate import MAX_BYTES, attach_locations
+from grader.diagnosis.attach import attach_locations
+from grader.diagnosis.locate import MAX_BYTES
 from grader.diagnosis.model import Diagnosis, Location
 
 
@@ -277,20 +278,22 @@ def test_uninitialised_memory_is_where_nondeterminism_comes_from_when_nothing_is
 
 def test_an_exception_in_another_file_of_the_candidate_is_located_there(tmp_path: Path) -> None:
     """A package's __init__ imports a module that fails: the line is that module's, not a line of
-    the same number in the graded file. A file outside the folder the worker ran in is never read."""
+    the same number in the graded file, and its code is the line the worker read (the grader
+    never opens that file: the file now says otherwise). Outside the folder the worker ran in,
+    nothing is located."""
     (tmp_path / "pkg").mkdir()
     graded = tmp_path / "pkg" / "attention.py"
     graded.write_text("import numpy as np\n\ndef attention(Q, K, V):\n    return V\n")
-    (tmp_path / "pkg" / "trainer.py").write_text("import os\nimport wandb\n")
+    (tmp_path / "pkg" / "trainer.py").write_text("import os\nimport changed_since\n")
     (outside,) = [tmp_path.parent / "secret.py"]
     outside.write_text("a\nb\n")
 
-    def where(file: str, line: int) -> Location | None:
-        (d,) = attach_locations(graded, [Diagnosis.of("load-error", "measured", {"line": line, "file": file})], root=tmp_path)
+    def where(file: str, line: int, code: str = "import wandb") -> Location | None:
+        (d,) = attach_locations(graded, [Diagnosis.of("load-error", "measured", {"line": line, "file": file, "code": code})], root=tmp_path)
         return d.location
 
     there = where("pkg/trainer.py", 2)
-    assert there is not None and there.file == str((tmp_path / "pkg" / "trainer.py").resolve()) and there.code == "import wandb"
-    same = where("pkg/attention.py", 3)
-    assert same is not None and same.file == str(graded) and same.code.startswith("def attention")
+    assert there is not None and there.file == str((tmp_path / "pkg" / "trainer.py").resolve()) and there.code == "import wandb" and there.observed
+    same = where("pkg/attention.py", 3, "forged")
+    assert same is not None and same.file == str(graded) and same.code.startswith("def attention") and not same.observed
     assert where("../secret.py", 1) is None

@@ -596,7 +596,7 @@ def crash(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:
     ranks_ok = sorted({ev.probes[n].Q.ndim for n in everywhere if ev.observed[n].status == "returned"} - set(ranks_raised))
     if ranks_ok:
         message += f"; raises on {', '.join(f'{r}-D' for r in ranks_raised)} input, runs on {', '.join(f'{r}-D' for r in ranks_ok)} input"
-    evidence: dict[str, Any] = {"probe": first, "exception": error.type, "exception_message": error.message, "line": error.line, "file": error.file, "input_shape": shape_text(ev, first), "raised_on": len(raised), "probes": len(names)}
+    evidence: dict[str, Any] = {"probe": first, "exception": error.type, "exception_message": error.message, "line": error.line, "file": error.file, "code": error.code, "input_shape": shape_text(ev, first), "raised_on": len(raised), "probes": len(names)}
     if error.cell:
         evidence["cell"] = error.cell  # a notebook's: the location is then "cell N, line M"
     # Ranks, not shapes: the fix is shown to candidates, who are not told the stored cases.
@@ -680,7 +680,7 @@ def hardcoded(ev: Evidence, stored: list[str], fresh: list[str], failed: Failed)
     lead = f"all {len(stored)} stored probes match the reference, but {len(failing)} of {len(fresh)} fresh probes drawn at grading time do not: "
     evidence: dict[str, Any] = {"stored_probes": len(stored), "fresh_probes": len(fresh), "fresh_failing": len(failing), "probe": first, "input_shape": shape_text(ev, first)}
     if error is not None:
-        evidence.update(exception=error.type, exception_message=error.message, line=error.line)
+        evidence.update(exception=error.type, exception_message=error.message, line=error.line, file=error.file, code=error.code)
         return Diagnosis.of("hardcoded", f"{lead}{first} ({shape_text(ev, first)}) raises {quote(error)}", evidence, failed)
     found = mismatch(ev, [first], failed, "hardcoded", lead)
     if found is not None:

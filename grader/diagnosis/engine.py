@@ -311,7 +311,7 @@ def _load_failure(suite: Suite, run: WorkerRun) -> Diagnosis:
     error = load.error
     assert error is not None
     where = f" at {error.where}" if error.line else ""
-    d = Diagnosis.of("load-error", f"importing the file raised {describe.quote(error)}{where}", {"exception": error.type, "message": error.message, "line": error.line, "file": error.file, **({"cell": error.cell} if error.cell else {})}, ("load",))
+    d = Diagnosis.of("load-error", f"importing the file raised {describe.quote(error)}{where}", {"exception": error.type, "message": error.message, "line": error.line, "file": error.file, "code": error.code, **({"cell": error.cell} if error.cell else {})}, ("load",))
     missing = missing_module(error.type, error.message)
     if missing is None:
         if error.cell:

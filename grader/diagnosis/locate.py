@@ -28,6 +28,7 @@ from grader.diagnosis.locate_softmax import dotted as _dotted
 from grader.diagnosis.locate_softmax import number as _number
 from grader.diagnosis.model import Diagnosis, Location
 from grader.frameworks import parse_source
+from grader.fsutil import read_regular
 from grader.notebook import NotebookSource
 
 MAX_BYTES = 100_000  # a submission larger than this is not parsed (real ones are a few KB)
@@ -84,13 +85,10 @@ class Source:
 
 def read_source(path: Path) -> str | None:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
+        data = read_regular(path, MAX_BYTES)
     except OSError:
         return None
-    if len(data) > MAX_BYTES:
-        return None
-    return data.decode("utf-8", errors="replace")
+    return data.decode("utf-8", errors="replace") if len(data) <= MAX_BYTES else None
 
 
 def parse(path: Path, function: str, text: str | None = None) -> Source | None:
@@ -106,91 +104,6 @@ def parse(path: Path, function: str, text: str | None = None) -> Source | None:
         return None
     source = Source(str(path), text.splitlines(), tree, function)
     return source if _index(source) else None
-
-
-def attach_locations(path: Path, diagnoses: list[Diagnosis], function: str = "attention", notebook: NotebookSource | None = None, framework: str | None = None, root: Path | None = None) -> list[Diagnosis]:
-    """The same diagnoses, each with the line that most likely holds it where one is found. In a
-    notebook the joined code cells are read and each line is given as cell and line. The fixes are
-    written in ``framework`` (the one the submission was graded in), or where it is not given in
-    the framework the file imports. ``root``: the folder the worker ran the file in, to which the
-    files of its exceptions are relative (the candidate's checkout, or the file's own folder)."""
-    if not diagnoses:
-        return diagnoses
-    try:
-        source = parse(path, function, notebook.source if notebook is not None else None)
-    except (RecursionError, MemoryError):
-        source = None
-    if framework is None:
-        framework = fixes.framework_of(source.tree if source is not None else None)  # fixes in its own words
-    out = []
-    for d in diagnoses:
-        location = None
-        try:
-            if notebook is None:
-                location = locate(d, source, path, root)
-            elif d.name in ("crash", "load-error"):  # the worker's line, already made cell and line
-                location = _cell_line(path, d, notebook)
-            else:
-                location = _in_cell(locate(d, source, path), notebook)
-        except (RecursionError, MemoryError, ValueError, TypeError, AttributeError, IndexError, KeyError):
-            location = None  # a strange tree gives no location, never an error
-        d = fixes.in_framework(d, framework, source.inputs() if source is not None else None)
-        out.append(replace(d, location=location) if location is not None else d)
-    return out
-
-
-def _cell_line(path: Path, d: Diagnosis, notebook: NotebookSource) -> Location | None:
-    """The cell and line an exception came from (grader.notebook.remap_run put them in the
-    evidence), with the code written there."""
-    cell, line = d.evidence.get("cell"), d.evidence.get("line")
-    if not isinstance(cell, int) or not isinstance(line, int):
-        return None
-    try:
-        joined = notebook.line_map.index((cell, line))
-    except ValueError:
-        return None
-    code = notebook.source.splitlines()[joined].strip()[:MAX_LINE]
-    return Location(file=str(path), line=line, code=code, cell=cell)
-
-
-def _in_cell(location: Location | None, notebook: NotebookSource) -> Location | None:
-    if location is None:
-        return None
-    cell, line = notebook.locate(location.line)
-    return replace(location, line=line, cell=cell) if cell is not None and line is not None else None
-
-
-def locate(d: Diagnosis, source: Source | None, path: Path, root: Path | None = None) -> Location | None:
-    line = d.evidence.get("line")
-    if d.name in ("crash", "load-error") or (d.name == "hardcoded" and d.evidence.get("exception")):
-        # The worker saw where the exception came from: a line of the graded file or of another
-        # of the candidate's files, relative to the folder it ran in (never read outside it).
-        file = d.evidence.get("file")
-        if isinstance(file, str) and root is not None and isinstance(line, int):
-            there = (root / file).resolve()
-            if there != path.resolve():
-                return _line_location(there, None, line) if there.is_relative_to(root.resolve()) else None
-        return _line_location(path, source, line) if isinstance(line, int) else None
-    if source is None:
-        return None
-    finder = FINDERS.get(d.name)
-    if finder is None:
-        return None
-    node = finder(source, d)
-    return source.location(node) if node is not None else None
-
-
-def _line_location(path: Path, source: Source | None, line: int) -> Location | None:
-    if source is not None:
-        lines = source.lines
-    else:
-        text = read_source(path)
-        if text is None:
-            return None
-        lines = text.splitlines()
-    if not 1 <= line <= len(lines):
-        return None
-    return Location(file=str(path), line=line, code=lines[line - 1].strip()[:MAX_LINE])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,6 +16,9 @@ class Location:
     line: int
     code: str
     cell: int | None = None  # for notebooks: the code cell, counting from 1
+    # ``code`` as the worker read it, through the sandbox: another of the candidate's files,
+    # which the grader never opens (a report shows no lines around it).
+    observed: bool = False
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,9 @@ import base64
 import functools
 import hashlib
 import math
-import os
 import shutil
-import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +41,7 @@ from grader import __version__
 from grader.checks.base import CaseResult
 from grader.diagnosis.model import Diagnosis, Location
 from grader.diagnosis.registry import BY_NAME
+from grader.fsutil import read_regular
 from grader.probes import FRESH_PREFIX
 from grader.report import untrusted
 from grader.report.audience import is_for_candidate, shown_to
@@ -128,33 +128,18 @@ class ExcerptLine:
     hit: bool
 
 
-def _read_head(path: str, limit: int) -> bytes | None:
-    """The start of a regular file, or None. The file is a candidate's: it may be gone, huge, a
-    FIFO that never answers or a link put in its place, so it is opened without following a
-    final link and without blocking, and read only if it is a regular file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
 def source_excerpt(location: Location) -> list[ExcerptLine] | None:
     """The lines around the located one, read now from its file; None when the file is gone,
     too large, a notebook (its lines are numbered per cell), or no longer has the located line
     where it was (changed since it was graded: a cached result)."""
-    if location.cell is not None:
+    if location.cell is not None or location.observed:
         return None
-    data = _read_head(location.file, MAX_SOURCE_BYTES)
-    if data is None or len(data) > MAX_SOURCE_BYTES:
+    try:
+        # The candidate's file: it may be gone, a FIFO or a link put in its place since.
+        data = read_regular(Path(location.file), MAX_SOURCE_BYTES, follow=False)
+    except OSError:
+        return None
+    if len(data) > MAX_SOURCE_BYTES:
         return None
     lines = data.decode("utf-8", errors="replace").splitlines()  # as grader.diagnosis.locate counts
     if not 1 <= location.line <= len(lines) or lines[location.line - 1].strip()[: len(location.code)] != location.code:

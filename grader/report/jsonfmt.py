@@ -108,7 +108,7 @@ def _matrix(data: Any) -> np.ndarray:
 def diagnosis_dict(d: Diagnosis) -> dict[str, Any]:
     location = None
     if d.location is not None:
-        location = {"file": d.location.file, "line": d.location.line, "code": d.location.code, "cell": d.location.cell}
+        location = {"file": d.location.file, "line": d.location.line, "code": d.location.code, "cell": d.location.cell, "observed": d.location.observed}
     return {
         "code": d.code,
         "name": d.name,
@@ -346,7 +346,7 @@ def _diagnosis_from_dict(data: Any) -> Diagnosis:
     if _get(data, "location", (dict, type(None))) is not None:
         where = data["location"]
         cell = _get(where, "cell", (int, type(None)))
-        location = Location(file=_get(where, "file", str), line=_get(where, "line", int), code=_get(where, "code", str), cell=cell)
+        location = Location(file=_get(where, "file", str), line=_get(where, "line", int), code=_get(where, "code", str), cell=cell, observed=where.get("observed", False) is not False)
     checks = _get(data, "checks", list)
     if not all(isinstance(c, str) for c in checks):
         raise ValueError("bad checks")

@@ -106,22 +106,31 @@ def describe_error(exc: BaseException, submission_dir: str) -> dict[str, Any]:
     frames = []
     lineno = None
     filename = None
+    code = None
     try:
         for frame in traceback.extract_tb(exc.__traceback__):
             inside = os.path.abspath(frame.filename).startswith(submission_dir + os.sep)
             if inside:
                 lineno, filename = frame.lineno, os.path.relpath(frame.filename, submission_dir)
-                frames.append({"file": filename, "line": frame.lineno, "function": frame.name, "code": safe_text(frame.line or "", 300)})
+                code = safe_text(frame.line or "", 300)
+                frames.append({"file": filename, "line": frame.lineno, "function": frame.name, "code": code})
     except BaseException:  # noqa: BLE001
         pass
-    if isinstance(exc, SyntaxError) and exc.filename:
-        inside = os.path.abspath(exc.filename).startswith(submission_dir + os.sep)
-        lineno, filename = exc.lineno, os.path.relpath(exc.filename, submission_dir) if inside else os.path.basename(exc.filename)
+    try:
+        if isinstance(exc, SyntaxError) and exc.filename:
+            inside = os.path.abspath(exc.filename).startswith(submission_dir + os.sep)
+            lineno, filename = exc.lineno, os.path.relpath(exc.filename, submission_dir) if inside else os.path.basename(exc.filename)
+            code = safe_text(exc.text.strip() if isinstance(exc.text, str) else "", 300)
+    except BaseException:  # noqa: BLE001 - a SyntaxError subclass of the submission's may raise
+        pass
+    # ``code`` is the line as this worker could read it (through the sandbox): the grader shows
+    # it for a file other than the graded one and never opens that file itself.
     return {
         "type": type_name(exc),
         "message": safe_text(exc),
         "line": lineno,
         "file": filename,
+        "code": code,
         "frames": frames[-10:],
     }
 
