@@ -38,8 +38,19 @@ from grader.report.model import Report
 FORMAT = 1
 
 
+class NoCacheFolder(Exception):
+    """No folder to keep results in: no --cache-dir, no XDG_CACHE_HOME, and no home folder (HOME
+    unset and a user id without a passwd entry, as in a container run with --user)."""
+
+
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    """Raises NoCacheFolder."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # Path.home(): "Could not determine home directory."
+            raise NoCacheFolder("results are not cached: no home folder (HOME is unset); set XDG_CACHE_HOME or use --cache-dir") from None
     return Path(base) / "attention-grader"
 
 
@@ -81,7 +92,8 @@ class ResultCache:
 
     @classmethod
     def for_run(cls, prepared: Prepared, directory: Path | None = None) -> ResultCache:
-        """The cache for grading with ``prepared`` (its suite, function and limits key entries)."""
+        """The cache for grading with ``prepared`` (its suite, function and limits key entries).
+        Raises NoCacheFolder when no ``directory`` is given and there is no default one."""
         limits = prepared.limits
         context = {
             "suite": prepared.suite.fingerprint(),

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from grader import __version__
 from grader.bounds import MEMORY_MB, TIMEOUT_S, function_name_problem
-from grader.cache import ResultCache
+from grader.cache import NoCacheFolder, ResultCache
 from grader.diagnosis.registry import RULES, lookup
 from grader.discover import Rule, discover
 from grader.errors import ExitCode, GraderEnvironmentError, GraderError, SandboxUnavailable, UsageError
@@ -288,7 +288,11 @@ def _grade(request: _Request, server: ForkServers | None, commands: _StoppedComm
     if options.strict_sandbox:
         _require_isolation()
     prepared = prepare(suite, options)
-    cache = None if request.no_cache else ResultCache.for_run(prepared, request.cache_dir)
+    try:
+        cache = None if request.no_cache else ResultCache.for_run(prepared, request.cache_dir)
+    except NoCacheFolder as exc:  # grading goes on, uncached
+        click.echo(f"grade: warning: {exc}", err=True)
+        cache = None
     info = RunInfo(
         prepared.suite.name, prepared.suite.max_score_for(prepared.framework), quiet=quiet, verbose=request.verbose,
         audience="candidate" if request.audience == "candidate" else "reviewer", roster=request.roster,

@@ -256,3 +256,20 @@ def test_json_stays_a_clean_document_under_github_actions(tmp_path: Path) -> Non
     assert code == 1
     assert json.loads(out)["summary"]["total"] == 1  # stdout: the document and nothing else
     assert [line.split("::")[1].split(" ")[0] for line in err.splitlines()] == ["error", "error"]
+
+
+def test_no_home_folder_grades_uncached_with_a_warning(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOME unset and a user id without a passwd entry (a container run with --user 12345):
+    Path.home() raises, and grading goes on without the cache."""
+    import pwd
+
+    def no_entry(uid: int) -> pwd.struct_passwd:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    for name in ("HOME", "XDG_CACHE_HOME", "GRADER_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    result = CliRunner().invoke(cli, ["--format", "json", str(folder / "correct.py")])
+    assert result.exit_code == 0, result.output
+    assert "results are not cached: no home folder" in result.stderr
+    assert json.loads(result.stdout)["submissions"][0]["passed"]
