@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import unicodedata
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -39,8 +40,19 @@ HOSTILE_NAMES = (
     "hash##[add-mask]x.py",  # the runner's other command form, found anywhere in a line
     "@octocat www.evil.example.py",  # a mention and a link in a Markdown summary
 )
-# Raw in a report: C0 but newline and tab, DEL, C1, bidi controls, line separators, surrogates.
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+# Raw in a report: C0 but newline and tab, DEL, C1, bidi controls, line separators, surrogates,
+# the default-ignorable and format characters (a word joiner only where no_commands puts one,
+# in a `::` or a `##`), and a third combining mark in a row (of the
+# combining blocks).
+RAW = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
+    "\u00ad\u034f\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+    "\u200b-\u200d\u2061-\u206f\u3164\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+    "|(?<!\u26a0)[\ufe00-\ufe0f]"  # but the grader's own emoji, a warning sign
+    "|(?<![:#])(?<!%3A)\u2060|\u2060(?![:#]|%3A)"  # an annotation's properties write ':' as %3A
+    "|[\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]{3}"
+)
 ANNOTATION = re.compile(r"::(error|warning) file=[^:]*::")  # ours: properties hold no raw ':'
 SUBMISSIONS = 13
 # Gradescope's results.json is one submission's: a batch asking for it is a usage error, so its
@@ -198,6 +210,11 @@ def test_report_files_are_written_and_inert(batch: Path) -> None:
         text = path.read_text(encoding="utf-8")
         assert_inert(text, {"annotations"} if fmt == "github" else set())
         assert_document(fmt, text)
+        # The word joiner that breaks `::error` in a name stays a joiner (an HTML value is made
+        # inert twice: the `line` filter, then the page's finalize), never shown as `\u2060`.
+        assert "\\u2060" not in text, fmt
+        if fmt in ("text", "csv", "html"):
+            assert ":\u2060:error:\u2060:forged" in text, fmt
 
 
 def test_gradescope_document_is_inert(batch: Path, tmp_path: Path) -> None:
@@ -273,3 +290,111 @@ def test_markdown_links_and_mentions_nothing() -> None:
     assert "##[" not in text and "\x1b" not in text and "\\x1b" in text
     assert "&#8203;" in text  # a zero-width space: rendered, the text reads the same
     assert "##[" not in md_code("x ##[add-mask]y") and "\x1b" not in md_code("\x1b[2J")
+
+
+# A name of each class of invisible character, as it must be shown: the five "victim" files of a
+# batch read the same unless the invisible characters in four of them are shown.
+VICTIMS = {
+    "victim.py": "victim.py",
+    "vict\u200bim.py": "vict\\u200bim.py",  # zero-width space
+    "victim\u2060.py": "victim\\u2060.py",  # a word joiner of the candidate's, not between a pair
+    "victim\u00ad.py": "victim\\xad.py",  # soft hyphen
+    "vi\u034fctim.py": "vi\\u034fctim.py",  # combining grapheme joiner
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("a\u200bb\u200cc\u200dd\ufeffe", "a\\u200bb\\u200cc\\u200dd\\ufeffe"),  # zero-width space, non-joiner, joiner, BOM
+        ("soft\u00adhyphen cgj\u034f", "soft\\xadhyphen cgj\\u034f"),
+        ("\u2061\u2062\u2063\u2064\u206f", "\\u2061\\u2062\\u2063\\u2064\\u206f"),  # invisible operators, deprecated format
+        ("\u115f\u1160 \u3164 \uffa0 \u17b4", "\\u115f\\u1160 \\u3164 \\uffa0 \\u17b4"),  # Hangul fillers, Khmer vowel
+        ("\u180b\u180e \ufe0f \U000e0041\U000e0101", "\\u180b\\u180e \\ufe0f \\U000e0041\\U000e0101"),  # selectors, tags
+        ("\u0600 \u06dd \u070f \u08e2 \ufff9 \U000110bd \U00013430", "\\u0600 \\u06dd \\u070f \\u08e2 \\ufff9 \\U000110bd \\U00013430"),  # Cf
+        ("\U0001d173 \U0001bca0 \ufff0", "\\U0001d173 \\U0001bca0 \\ufff0"),  # musical format, shorthand, unassigned ignorable
+        ("Z\u0336\u0336\u0336\u0336ALGO", "Z\u0336\u0336\\u0336\\u0336ALGO"),  # a pile: two marks kept
+        ("e\u0301 Vie\u0323\u0302t a\u0300\u0301\u0302", "e\u0301 Vie\u0323\u0302t a\u0300\u0301\\u0302"),  # NFD accents kept
+        ("\u20dd\u20dd\u20dd", "\u20dd\u20dd\\u20dd"),  # enclosing marks pile too
+    ],
+    ids=["zero-width", "soft-hyphen-cgj", "invisible-operators", "fillers", "selectors-tags", "format", "astral", "pile", "nfd", "enclosing"],
+)
+def test_invisible_characters_are_shown_as_escapes(text: str, shown: str) -> None:
+    assert untrusted.line(text) == shown
+    assert untrusted.lines(text) == shown
+    assert untrusted.line(shown) == shown  # shown twice, shown the same
+
+
+def test_a_long_combining_pile_is_escaped() -> None:
+    """Zalgo: 300 marks over one letter; in a name, a type name or printed output."""
+    marks = "".join(chr(0x0300 + i % 0x34) for i in range(300))  # U+0300-0333, all Mn
+    shown = untrusted.lines(f"ok\nP{marks}ASS\n")
+    assert shown.startswith(f"ok\nP{marks[:2]}\\u0302\\u0303") and shown.endswith("ASS\n")
+    assert shown.count("\\u03") == 298
+    assert len(re.findall("[\u0300-\u036f]", shown)) == 2
+    # A struck type name: every mark past the second of a run, and the invisible ones, shown.
+    struck = untrusted.line("\u200bP\u0336\u0336\u0336\u2060A\u0336S\u0336S\u0336")
+    assert struck == "\\u200bP\u0336\u0336\\u0336\\u2060A\u0336S\u0336S\u0336"
+
+
+def test_nfd_file_names_read_as_their_nfc_form() -> None:
+    """macOS writes names decomposed: each letter keeps its accents (one, or two in Vietnamese)."""
+    for name in ("résumé.py", "Nguyễn_Thị_Ánh.py", "Ångström-naïve.py", "Đặng.py"):
+        nfd = unicodedata.normalize("NFD", name)
+        assert untrusted.line(nfd) == nfd and unicodedata.normalize("NFC", untrusted.line(nfd)) == name
+
+
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt); unicodedata does not hold it.
+DEFAULT_IGNORABLE = (
+    0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, *range(0x180B, 0x1810), *range(0x200B, 0x2010),
+    *range(0x202A, 0x202F), *range(0x2060, 0x2070), 0x3164, *range(0xFE00, 0xFE10), 0xFEFF, 0xFFA0,
+    *range(0xFFF0, 0xFFF9), *range(0x1BCA0, 0x1BCA4), *range(0x1D173, 0x1D17B), *range(0xE0000, 0xE1000),
+)
+
+
+def test_what_is_escaped_matches_unicodedata() -> None:
+    """Every code point escaped alone is a control, a separator, a surrogate, a format character
+    or default-ignorable (or one of their ranges not yet assigned in this Python's Unicode); every
+    format character and every default-ignorable one is escaped; and every combining mark is
+    escaped third in a row."""
+    escaped = {code for code in range(sys.maxunicode + 1) if untrusted.line(chr(code)) != chr(code)}
+    ignorable = set(DEFAULT_IGNORABLE)
+    for code in escaped:
+        category = unicodedata.category(chr(code))
+        assert category in ("Cc", "Cf", "Cs", "Zl", "Zp", "Cn") or code in ignorable, (hex(code), category)
+    cf = {code for code in range(0xE0080) if unicodedata.category(chr(code)) == "Cf"}
+    assert cf <= escaped and ignorable <= escaped
+    assert {code for code in escaped if unicodedata.category(chr(code)) == "Cn"} <= ignorable | set(range(0x13430, 0x13440))
+    assert untrusted.line(":\u2060:") == ":\u2060:" and untrusted.line("#\u2060#") == "#\u2060#"
+    for code in range(sys.maxunicode + 1):
+        mark = chr(code)
+        if unicodedata.category(mark) in ("Mn", "Me") and code not in ignorable:
+            assert untrusted.line("a" + mark * 3) == "a" + mark * 2 + f"\\u{code:04x}".replace("\\u", "\\U000" if code > 0xFFFF else "\\u"), hex(code)
+
+
+def test_no_commands_after_line_keeps_its_joiner() -> None:
+    """Every reporter calls `line` first, then `no_commands`; a text so made may be made inert
+    again (an HTML filter's value goes through the page's finalize too): the joiner stays."""
+    once = untrusted.no_commands(untrusted.line("nl\n::error::x ##[add-mask]y"))
+    assert once == "nl\\n:\u2060:error:\u2060:x #\u2060#[add-mask]y"
+    assert untrusted.no_commands(untrusted.lines(once)) == once == untrusted.no_commands(untrusted.line(once))
+    # A candidate's own joiner elsewhere is shown, so `a\u2060b` is not `ab`.
+    assert untrusted.line("a\u2060b :\u2060x") == "a\\u2060b :\\u2060x"
+
+
+def test_five_victims_are_told_apart(tmp_path: Path) -> None:
+    """One file passes, four that fail are named to read as it; the text report and the CSV
+    show each name with its invisible characters as escapes."""
+    folder = tmp_path / "victims"
+    folder.mkdir()
+    for name in VICTIMS:
+        shutil.copy(ROOT / "submissions_example" / "correct.py" if name == "victim.py" else HERE / "printed.py", folder / name)
+    gradebook = tmp_path / "gradebook.csv"
+    _, out, _ = grade(folder, "-o", f"csv={gradebook}", actions=False)
+    assert_inert(out)
+    verdicts = sorted((line.split("  ")[1].rsplit("/", 1)[1], line.split("  ")[0]) for line in out.splitlines() if line.startswith(("PASSED  ", "FAILED  ")))
+    assert verdicts == sorted((shown, "PASSED" if name == "victim.py" else "FAILED") for name, shown in VICTIMS.items())
+    assert_inert(gradebook.read_text(encoding="utf-8"))
+    rows = list(csv.reader(io.StringIO(gradebook.read_text(encoding="utf-8"))))[1:]
+    assert sorted((row[1].rsplit("/", 1)[1], row[2]) for row in rows) == sorted((shown, "passed" if name == "victim.py" else "failed") for name, shown in VICTIMS.items())
+    assert len({row[0] for row in rows}) == len(VICTIMS)  # the candidates too
