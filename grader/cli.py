@@ -28,14 +28,14 @@ from grader.cache import NoCacheFolder, ResultCache
 from grader.diagnosis.registry import RULES, lookup
 from grader.discover import Rule, discover
 from grader.errors import ExitCode, GraderEnvironmentError, GraderError, SandboxUnavailable, UsageError
-from grader.pipeline import is_environment_error, run
+from grader.pipeline import is_environment_error, run, unreached_report
 from grader.prepare import Options, prepare
 from grader.refdata import load_default_suite, load_references, reference_dir_for, regenerate
 from grader.report.csvfmt import RESERVED as GRADEBOOK_COLUMNS
 from grader.report.feedback import FeedbackWriter, prepare_folder
 from grader.report.files import OutputSpec, check_writable, parse_output
 from grader.report.jsonload import INDEX, Merge
-from grader.report.model import Report
+from grader.report.model import NOT_GRADED, UNREACHED, Report
 from grader.report import untrusted
 from grader.report.sinks import Sinks, Tally, open_sinks
 from grader.report.targets import check_outputs, named, submission_files
@@ -301,6 +301,7 @@ def _grade(request: _Request, server: ForkServers | None, commands: _StoppedComm
     )
     tally = _Tally()
     interrupted = False
+    reached: set[int] = set()  # the submissions whose reports came
     # Every sink made now (a report file's temporary file too), each report handed to all of
     # them as it is known and then dropped (grader.report.sinks).
     with _open_sinks(fmt, specs, info, request.feedback) as sinks:
@@ -312,6 +313,7 @@ def _grade(request: _Request, server: ForkServers | None, commands: _StoppedComm
         try:
             with closing(run(submissions, prepared, jobs=request.jobs or default_jobs(), cache=cache, forkserver=server)) as results:
                 for index, report in results:
+                    reached.add(index)
                     tally.add(report)
                     sinks.add(index, replace(report, extra={**report.extra, INDEX: places[index]}))
                     del report  # nothing here keeps a report once its sinks had it
@@ -322,6 +324,9 @@ def _grade(request: _Request, server: ForkServers | None, commands: _StoppedComm
         finally:
             if bar is not None:
                 bar.stop()
+        if interrupted:  # the gradebook and JUnit list the rest as not graded
+            for index in sorted(set(range(len(submissions))) - reached):
+                sinks.add(index, replace(unreached_report(submissions[index], prepared), extra={NOT_GRADED: UNREACHED, INDEX: places[index]}))
         _finish(sinks, tally, fmt, quiet, commands)
     if cache is not None and cache.problem:
         click.echo(f"grade: warning: {inert(cache.problem)}", err=True)
@@ -424,6 +429,7 @@ def _merge(paths: list[Path], specs: list[OutputSpec], fmt: str, quiet: bool, co
     )
     tally = _Tally()
     interrupted = False
+    reached: set[int] = set()  # the submissions whose reports came
     with _open_sinks(fmt, specs, info, feedback) as sinks:
         try:
             for index, report in enumerate(merge.reports()):

@@ -56,7 +56,7 @@ from grader.jax_cache import JaxCompileCache
 from grader.notebook import remap_run
 from grader.observation import CapturedOutput, ErrorInfo, LoadInfo, WorkerRun
 from grader.prepare import Prepared
-from grader.report.model import Report
+from grader.report.model import NOT_GRADED, UNREACHED, Report
 from grader.returns import split_returns
 from grader.sandbox.env import import_path
 from grader.sandbox.forkserver import ForkServer, ForkServers
@@ -339,12 +339,17 @@ def error_report(path: Path, prepared: Prepared, message: str, environment: bool
     )
 
 
-# The key in a report's ``extra`` of a submission not graded because of the grader's environment.
-NOT_GRADED = "not_graded"
-
-
 def is_environment_error(report: Report) -> bool:
     return report.extra.get(NOT_GRADED) == "environment"
+
+
+def unreached_report(submission: Submission, prepared: Prepared) -> Report:
+    """The row of a submission an interrupted run never came to: only the reports that list
+    every submission (the CSV gradebook, JUnit) show it (grader.report.sinks)."""
+    report = error_report(submission.file or Path(submission.label), prepared, "not graded: the run was interrupted before its turn")
+    return replace(report, extra={NOT_GRADED: UNREACHED})
+
+
 
 
 _IMPORT_FAILURES = ("ModuleNotFoundError", "ImportError", "PermissionError")

@@ -231,8 +231,8 @@ def test_ctrl_c_keeps_and_writes_what_was_graded(tmp_path: Path, jobs: str) -> N
     shutil.copy(EXAMPLES / "correct.py", batch / "a_correct.py")
     for name in ("b_slow.py", "c_slow.py", "d_slow.py"):
         (batch / name).write_text(HANG)
-    report = tmp_path / "out.json"
-    proc = _grade_process(["--quiet", "--jobs", jobs, "--timeout", "60", "-o", f"json={report}", str(batch)], tmp_path)
+    report, gradebook, junit = tmp_path / "out.json", tmp_path / "out.csv", tmp_path / "out.xml"
+    proc = _grade_process(["--quiet", "--jobs", jobs, "--timeout", "60", "-o", f"json={report}", "-o", f"csv={gradebook}", "-o", f"junit={junit}", str(batch)], tmp_path)
     assert proc.stdout is not None
     first = proc.stdout.readline()  # a_correct.py is done once its line is printed
     assert "PASSED" in first and "a_correct.py" in first
@@ -249,6 +249,13 @@ def test_ctrl_c_keeps_and_writes_what_was_graded(tmp_path: Path, jobs: str) -> N
     doc = json.loads(report.read_text())
     assert [Path(s["path"]).name for s in doc["submissions"]] == ["a_correct.py"]
     assert doc["submissions"][0]["passed"] is True
+    # The gradebook and JUnit list every submission: the ones never reached as not graded.
+    rows = list(csv.DictReader(io.StringIO(gradebook.read_text())))
+    assert [(Path(r["path"]).name, r["verdict"]) for r in rows] == [("a_correct.py", "passed"), *((n, "not graded") for n in ("b_slow.py", "c_slow.py", "d_slow.py"))]
+    assert all("interrupted" in r["error"] for r in rows[1:])
+    root = ET.parse(junit).getroot()
+    assert (len(root.findall("testsuite")), root.get("skipped"), root.get("errors")) == (4, "3", "0")
+    assert len(root.findall("testsuite/testcase/skipped")) == 3
 
 
 def test_json_stays_a_clean_document_under_github_actions(tmp_path: Path) -> None:

@@ -94,6 +94,7 @@ class CsvReporter:
     """Keeps a Row per submission and writes the whole gradebook in ``finish``."""
 
     streaming = False
+    lists_every_submission = True  # an interrupted run's unreached ones too, as not graded
 
     def __init__(self, stream: IO[str], info: RunInfo) -> None:
         self.stream = stream

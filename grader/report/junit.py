@@ -29,7 +29,7 @@ from grader.diagnosis.registry import BY_NAME
 from grader.report import untrusted
 from grader.report.audience import shown_to
 from grader.report.base import RunInfo
-from grader.report.model import Report
+from grader.report.model import NOT_GRADED, UNREACHED, Report
 from grader.report.spool import spool
 
 # What XML 1.0 cannot hold once untrusted.lines has escaped the controls: U+FFFE and U+FFFF.
@@ -92,7 +92,11 @@ def suite_element(report: Report, info: RunInfo) -> ET.Element:
     props = _el(suite, "properties")
     for name, value in (("score", f"{report.score:g}"), ("max_score", f"{report.max_score:g}"), ("worker_status", report.worker_status)):
         _el(props, "property", name=name, value=value)
-    if report.error is not None:
+    if report.extra.get(NOT_GRADED) == UNREACHED:  # an interrupted run never came to it
+        case = _el(suite, "testcase", classname=classname, name="grade", time="0")
+        _el(case, "skipped", message=report.error or "")
+        tests, skipped = 1, 1
+    elif report.error is not None:
         case = _el(suite, "testcase", classname=classname, name="grade", time="0")
         _el(case, "error", untrusted.line(report.error), message=report.error, type="not-graded")
         tests, errors = 1, 1
@@ -134,6 +138,7 @@ class JunitReporter:
     report is kept but its counts."""
 
     streaming = False
+    lists_every_submission = True  # an interrupted run's unreached ones too, as skipped
 
     def __init__(self, stream: IO[str], info: RunInfo) -> None:
         self.stream = stream

@@ -10,6 +10,12 @@ from grader.observation import CapturedOutput
 from grader.sandbox.isolation import Layer
 
 
+# The key in a report's ``extra`` of a submission not graded because of the grader's environment
+# ("environment") or because an interrupted run never came to it (UNREACHED).
+NOT_GRADED = "not_graded"
+UNREACHED = "interrupted"
+
+
 @dataclass(frozen=True)
 class Report:
     """Everything known about one graded submission, with no rendering code."""

@@ -34,7 +34,7 @@ from typing import IO, Callable, Iterator, Sequence
 
 from grader.report.base import Reporter, RunInfo
 from grader.report.files import OutputSpec, ReportFile, output_error
-from grader.report.model import Report
+from grader.report.model import NOT_GRADED, UNREACHED, Report
 from grader.report.registry import Format, make_reporter
 from grader.report.spool import spool
 from grader.report.summary import Row, RunSummary
@@ -205,6 +205,11 @@ class _FileSink:
         self.file.commit()
 
 
+def _lists_every_submission(sink: object) -> bool:
+    reporter = getattr(sink, "reporter", None) or getattr(sink, "inner", None) or sink  # a wrapper's own
+    return bool(getattr(reporter, "lists_every_submission", False))
+
+
 class Sinks:
     """Every sink of one run (see the module's docstring)."""
 
@@ -223,9 +228,12 @@ class Sinks:
 
     def _deliver(self, reports: Iterator[Report]) -> None:
         for report in reports:
-            self.stdout.add(report)
-            for sink in self.later:
-                sink.add(report)
+            # A submission an interrupted run never came to goes only where every submission
+            # has its row (the gradebook, JUnit); elsewhere "interrupted: N of M" says it.
+            unreached = report.extra.get(NOT_GRADED) == UNREACHED
+            for sink in (self.stdout, *self.later):
+                if not unreached or _lists_every_submission(sink):
+                    sink.add(report)
 
     def finish_stdout(self) -> None:
         """Every report still waiting to its sinks, then the end of stdout's report."""
