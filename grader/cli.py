@@ -38,7 +38,7 @@ from grader.report.jsonload import INDEX, Merge
 from grader.report.model import NOT_GRADED, UNREACHED, Report
 from grader.report import untrusted
 from grader.report.sinks import Sinks, Tally, open_sinks
-from grader.report.targets import check_outputs, named, submission_files
+from grader.report.targets import candidate_folders, check_outputs, named, submission_files
 from grader.report.registry import FORMATS, RunInfo
 from grader.report.roster import Roster, load_roster
 from grader.report.text import summary_table
@@ -282,7 +282,7 @@ def _grade(request: _Request, server: ForkServers | None, commands: _StoppedComm
     places = shard.select([s.label for s in found]) if shard is not None else list(range(len(found)))
     submissions = [found[i] for i in places]
     # No output onto a submission found (of any shard) or into the references: before grading.
-    check_outputs(specs, submission_files(found), named(reference_dir_for(suite), "the suite's references folder"), request.feedback.folder if request.feedback else None, twice=False)
+    check_outputs(specs, submission_files(found), named(reference_dir_for(suite), "the suite's references folder"), request.feedback.folder if request.feedback else None, twice=False, candidates=candidate_folders(found))
     if len(submissions) > 1 and "gradescope" in (fmt, *(spec.fmt for spec in specs)):
         raise UsageError(f"gradescope: results.json describes one submission, and {len(submissions)} were found; grade each submission in its own run")
     if options.strict_sandbox:

@@ -104,7 +104,11 @@ def open_through(target: Target) -> int:
     if target.descriptor and parts[2] == str(os.getpid()) and parts[-1].isdigit():
         return os.dup(int(parts[-1]))
     # No O_CREAT: a target that is gone is an error, never a new regular file made in its place.
-    return os.open(target.file, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY)
+    # O_NONBLOCK for the open only: a FIFO that no process reads would block the open for good;
+    # so it fails at once (ENXIO), and once open the writes wait for the reader as usual.
+    fd = os.open(target.file, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+    os.set_blocking(fd, True)
+    return fd
 
 
 def check_replaceable(file: Path) -> None:

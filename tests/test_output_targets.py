@@ -47,7 +47,10 @@ def leftovers(*folders: Path) -> list[str]:
 
 @pytest.fixture()
 def sub(tmp_path: Path) -> Path:
-    path = tmp_path / "sub.py"
+    # In a folder of its own: the folder of a file graded by name is the candidate's, and the
+    # outputs of these tests go through links of the user's, beside it.
+    (tmp_path / "candidate").mkdir()
+    path = tmp_path / "candidate" / "sub.py"
     shutil.copy(CORRECT, path)
     return path
 
@@ -75,7 +78,17 @@ def test_a_fifo_is_written_through_and_stays_a_fifo(tmp_path: Path, sub: Path) -
     assert code == 0, err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert passed(got[0].decode())
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.fifo", "sub.py"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["candidate", "report.fifo"]
+
+
+def test_a_fifo_that_no_process_reads_is_refused_before_grading(tmp_path: Path, sub: Path) -> None:
+    """Opened for writing, such a FIFO would block the run for good once it had graded."""
+    fifo = tmp_path / "nobody-reads.fifo"
+    os.mkfifo(fifo)
+    done = subprocess.run([sys.executable, "-m", "grader", "--no-cache", "-o", f"json={fifo}", str(sub)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""  # nothing graded
+    assert done.stderr == f"grade: error: {fifo}: a FIFO that no process reads; start its reader first\n"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
 def test_dev_null_stays_a_character_device(sub: Path) -> None:
@@ -112,31 +125,33 @@ def test_a_link_keeps_being_a_link_and_its_target_gets_the_report(tmp_path: Path
     elsewhere.mkdir()
     target = elsewhere / "report.json"
     target.write_text("the previous report")
-    link = tmp_path / "report.json"
+    (tmp_path / "reports").mkdir()  # the user's folder, not the submission's
+    link = tmp_path / "reports" / "report.json"
     link.symlink_to(target)
-    dangling = tmp_path / "new.json"
+    dangling = tmp_path / "reports" / "new.json"
     dangling.symlink_to(elsewhere / "new-target.json")  # not there yet: made where the link leads
     code, _, err = invoke("-q", "--no-cache", "-o", f"json={link}", "-o", f"junit={dangling}", str(sub))
     assert code == 0, err
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert passed(target.read_text())
     assert dangling.is_symlink() and (elsewhere / "new-target.json").read_text().startswith("<?xml")
-    assert leftovers(tmp_path, elsewhere) == []
+    assert leftovers(tmp_path / "reports", elsewhere) == []
 
 
 def test_a_failed_run_leaves_a_link_and_its_target_as_they_were(tmp_path: Path, sub: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def disk_full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    target = tmp_path / "target.json"
+    (tmp_path / "out").mkdir()
+    target = tmp_path / "out" / "target.json"
     target.write_text("the previous report")
-    link = tmp_path / "link.json"
+    link = tmp_path / "out" / "link.json"
     link.symlink_to(target.name)
     monkeypatch.setattr(os, "fsync", disk_full)
     code, _, err = invoke("-q", "--no-cache", "-o", f"json={link}", str(sub))
     assert code == 2 and err == f"grade: error: {link}: no space left on the device\n"
     assert link.is_symlink() and target.read_text() == "the previous report"
-    assert leftovers(tmp_path) == []
+    assert leftovers(tmp_path / "out") == []
 
 
 def test_a_feedback_file_that_is_a_link_stays_a_link(tmp_path: Path, sub: Path) -> None:
@@ -147,6 +162,49 @@ def test_a_feedback_file_that_is_a_link_stays_a_link(tmp_path: Path, sub: Path) 
     code, _, err = invoke("-q", "--no-cache", "--feedback", str(folder), str(sub))
     assert code == 0, err
     assert (folder / "sub.md").is_symlink() and kept.read_text().startswith("# Feedback for sub")
+
+
+def _checkout(root: Path) -> Path:
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n\tbare = false\n")
+    shutil.copy(CORRECT, root / "attention.py")
+    return root
+
+
+@pytest.mark.parametrize("where", ["outside", "git-config", "folder-out", "by-name"])
+def test_no_output_goes_through_a_link_in_a_candidates_folder(tmp_path: Path, where: str) -> None:
+    """The candidate commits the links of their checkout, and in CI the job's folder is that
+    checkout: `grader-junit.xml -> .git/config` (or to any file the job may write) would have
+    the report replace it. Refused before grading; the link's target is untouched."""
+    checkout = _checkout(tmp_path / "checkout")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "important.txt").write_text("precious")
+    graded = ["--candidate", str(checkout)]
+    if where == "outside":
+        output = checkout / "grader-junit.xml"
+        output.symlink_to(victim / "important.txt")
+    elif where == "git-config":
+        output = checkout / "grader-junit.xml"
+        output.symlink_to(".git/config")
+    elif where == "folder-out":
+        (checkout / "reports").symlink_to(victim)
+        output = checkout / "reports" / "important.txt"
+    else:  # a file graded by name: its folder is the candidate's too
+        output = checkout / "grader-junit.xml"
+        output.symlink_to(victim / "important.txt")
+        graded = [str(checkout / "attention.py")]
+    err = refused("--no-cache", "-o", f"junit={output}", *graded)
+    assert "symbolic link inside" in err and "a candidate's folder" in err
+    assert (victim / "important.txt").read_text() == "precious"
+    assert (checkout / ".git" / "config").read_text() == "[core]\n\tbare = false\n"
+
+
+def test_an_output_in_a_candidates_folder_without_links_is_written(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path / "checkout")
+    code, _, err = invoke("-q", "--no-cache", "-o", f"json={checkout / 'grader-report.json'}", "--candidate", str(checkout))
+    assert code == 0, err
+    assert passed((checkout / "grader-report.json").read_text())
 
 
 # 2. An output that is an input of the run: refused before grading, the input untouched.

@@ -104,6 +104,8 @@ def write_report_file(path: Path, text: str) -> None:
 
 
 def _why(exc: OSError) -> str:
+    if exc.errno == errno.ENXIO:  # opening a FIFO without blocking (grader.fsutil.open_through)
+        return "a FIFO that no process reads; start its reader first"
     return "no space left on the device" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
 
 
@@ -124,14 +126,20 @@ class ReportFile:
         self._done = False
         self._tmp: str | None = None  # the temporary file renamed onto the target
         self._spooled: TextIO | None = None  # or the one copied into a target written through
+        self._fifo: int | None = None  # a FIFO's descriptor, open from the start
         try:
             self.target: Target = output_target(path)
         except OSError as exc:
             raise output_error(path, exc) from None
         if self.target.through:
             try:
+                # A FIFO is opened now, before grading: one that no process reads is refused at
+                # once, not found out at the end, and its reader sees no end of file meanwhile.
+                if not self.target.descriptor and stat.S_ISFIFO(os.stat(self.target.file).st_mode):
+                    self._fifo = open_through(self.target)
                 self._spooled = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace", newline="")
             except OSError as exc:
+                self.discard()
                 raise output_error(path, exc) from None
             self.stream: IO[str] = self._spooled
             return
@@ -172,7 +180,8 @@ class ReportFile:
     def _write_through(self, spooled: TextIO) -> None:
         # The stream was flushed: its bytes are all in the file under it, read from the start.
         spooled.buffer.seek(0)
-        with os.fdopen(open_through(self.target), "wb") as out:
+        fd, self._fifo = (self._fifo if self._fifo is not None else open_through(self.target)), None
+        with os.fdopen(fd, "wb") as out:
             shutil.copyfileobj(spooled.buffer, out)
         spooled.close()
 
@@ -181,9 +190,12 @@ class ReportFile:
         if self._done:
             return
         self._done = True
+        if self._fifo is not None:
+            os.close(self._fifo)
+            self._fifo = None
         try:
             self.stream.close()
-        except OSError:  # the data that could not be flushed is thrown away with the file
+        except (OSError, AttributeError):  # never flushed, or never opened (a refused FIFO)
             pass
         if self._tmp is None:
             return

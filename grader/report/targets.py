@@ -9,6 +9,11 @@ Paths are compared resolved: every symbolic link followed (an output through a l
 it leads to, grader.fsutil.output_target), and by device and inode where the output exists with
 more than one name (hard links). Outputs written through (/dev/null, a FIFO, /dev/stdout) may be
 named twice: each is written to in turn, none replaces the other.
+
+No output goes through a symbolic link inside a candidate's folder (a checkout, or the folder of
+a file graded by name). The candidate commits those links: in CI the job's working folder is
+their repository, so `grader-junit.xml -> .git/config` (or to any file the job may write, inside
+the folder or out of it) would have the grader replace that file with the report.
 """
 
 from __future__ import annotations
@@ -68,13 +73,24 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def check_outputs(specs: Sequence[OutputSpec], inputs: Iterable[Named] = (), folders: Iterable[Named] = (), feedback: Path | None = None, *, twice: bool = True) -> None:
+def check_outputs(
+    specs: Sequence[OutputSpec],
+    inputs: Iterable[Named] = (),
+    folders: Iterable[Named] = (),
+    feedback: Path | None = None,
+    *,
+    twice: bool = True,
+    candidates: Iterable[Path] = (),
+) -> None:
     """Raises UsageError for an output that is one of ``inputs`` or lies in one of ``folders``
-    (the feedback folder too), and, with ``twice``, for two outputs that are one file (an -o
-    file and the feedback folder included)."""
-    outputs = [_output(f"-o {spec.fmt}={spec.path}", spec.path) for spec in specs]
+    (the feedback folder too), with ``twice`` for two outputs that are one file (an -o file and
+    the feedback folder included), and for an output whose way runs through a symbolic link
+    inside one of ``candidates`` (the candidates' folders)."""
+    named_paths = [(f"-o {spec.fmt}={spec.path}", spec.path) for spec in specs]
     if feedback is not None:
-        outputs.append(_output(f"--feedback {feedback}", feedback, folder=True))
+        named_paths.append((f"--feedback {feedback}", feedback))
+    _refuse_candidate_links(named_paths, candidates)
+    outputs = [_output(name, path, folder=path is feedback) for name, path in named_paths]
     if twice:
         _refuse_twice(outputs)
     for path, what in folders:
@@ -97,6 +113,21 @@ def check_outputs(specs: Sequence[OutputSpec], inputs: Iterable[Named] = (), fol
             raise UsageError(f"{clash.name} would overwrite {what}; choose another path for the output")
 
 
+def _refuse_candidate_links(outputs: list[tuple[str, Path]], candidates: Iterable[Path]) -> None:
+    folders = {os.path.realpath(folder) for folder in candidates}
+    if not folders:
+        return
+    for name, path in outputs:
+        parts = Path(os.path.join(os.getcwd(), path)).parts
+        for depth in range(2, len(parts) + 1):
+            step = Path(*parts[:depth])
+            if step.name not in ("", ".", "..") and step.is_symlink():
+                parent = os.path.realpath(step.parent)
+                owner = next((f for f in sorted(folders) if _inside(parent, f)), None)
+                if owner is not None:
+                    raise UsageError(f"{name}: {step} is a symbolic link inside {owner}, a candidate's folder; an output is never written through a candidate's link: remove it, or choose another path")
+
+
 def _refuse_twice(outputs: list[_Output]) -> None:
     seen: dict[object, _Output] = {}
     for output in outputs:
@@ -113,6 +144,18 @@ def _refuse_twice(outputs: list[_Output]) -> None:
 def named(path: Path | None, what: str) -> list[Named]:
     """``path`` as an input called ``what`` and the path (none when not given)."""
     return [] if path is None else [(path, f"{what} {path}")]
+
+
+def candidate_folders(found: Sequence[Submission]) -> set[Path]:
+    """The folders the candidates control: each checkout, and the folder of each file graded by
+    name (a loose file of a batch folder is the candidate's, its folder is not)."""
+    folders: set[Path] = set()
+    for submission in found:
+        if submission.folder is not None:
+            folders.add(submission.folder)
+        elif submission.file is not None and not submission.loose:
+            folders.add(submission.file.parent)
+    return folders
 
 
 def submission_files(found: Sequence[Submission]) -> Iterator[Named]:
