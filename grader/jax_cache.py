@@ -43,15 +43,12 @@ from typing import Any, Callable
 import numpy as np
 
 from grader.sandbox.compile_cache import use_compile_cache
-from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
+from grader.sandbox.env import BASE_ENV, IMPORT_BOOT, PACKAGE_ROOT
 
 # The filling process is the grader's own code, but XLA is large: bounded all the same.
 FILL_TIMEOUT_S = 300.0
-FILL_BOOT = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from grader.sandbox.isolation.paths import adopt_import_path; adopt_import_path(); "
-    "from grader.jax_cache import fill_main; fill_main(sys.argv[1])"
-)
+# The grader's import path first, as for a worker (grader.sandbox.env.IMPORT_BOOT).
+FILL_BOOT = IMPORT_BOOT + "from grader.jax_cache import fill_main; fill_main(sys.argv[1])"
 # Filled when the third JAX submission of a batch asks: filling costs about what two JAX workers
 # spend compiling for themselves, so one or two would not repay it.
 FILL_AFTER = 3

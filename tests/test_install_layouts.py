@@ -9,6 +9,12 @@ layout's Python as a subprocess: a correct PyTorch and a correct JAX submission 
 output of their own, and a submission that goes looking for the references, the cache, the home
 folder or a writable install folder finds nothing. A module the grader can import and the worker
 cannot is the grader's environment: not graded, exit 2, nothing cached.
+
+The grader's package itself may sit in the folder the submission imports from (site-packages, the
+user site, a --target folder, a source folder): with a tiny package beside it, each such layout is
+graded by fresh and by forked workers, which must find every module where the grader finds it
+(a module named like a standard-library one included), pass the right submission, fail the
+wrong one for its mistake, and never import the grader's package again.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -340,3 +347,218 @@ def test_the_cache_key_changes_with_a_framework_and_the_python(monkeypatch: pyte
     for changed in ({"torch": "0.0.1"}, {"jax": "0.0.1"}, {"python": "CPython 3.0.0"}):
         monkeypatch.setattr(cache_module, "environment", lambda changed=changed: {**found, **changed})
         assert ResultCache(tmp_path, {}).key("content") != plain
+
+
+# --------------------------------------------------------------------------------------------
+# The worker's import path is the grader's, in the grader's order, in every install layout
+
+# A package installed next to the grader (einops in a `pip install --user`, say): the good and the
+# bad submission compute with it.
+TINYPKG = '''
+import numpy as np
+
+
+def attention(Q, K, V, scaled=True):
+    scores = Q @ np.swapaxes(K, -1, -2)
+    scores = scores / np.sqrt(Q.shape[-1]) if scaled else scores
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ V
+'''
+
+# Where the worker found each module: the grader's process must have found the same files. colorsys
+# is a standard-library module that the layouts also put in the grader's folder: after the
+# standard library on the path (site-packages, the user site) it must not be taken, before it
+# (PYTHONPATH) it must.
+SHOW_FILES = '''
+import colorsys
+import json
+import os
+
+import numpy as np
+import tinypkg
+
+print("FILES " + json.dumps({m.__name__: os.path.realpath(m.__file__) for m in (colorsys, np, tinypkg)}))
+'''
+
+REACH_GRADER = '''
+import sys
+
+import tinypkg
+
+for name in [n for n in sys.modules if n == "grader" or n.startswith("grader.")]:
+    del sys.modules[name]
+try:
+    import grader.refdata
+except ImportError as exc:
+    print("SEALED", type(exc).__name__)
+else:
+    print("REACHED", grader.refdata.__file__)
+'''
+
+LAYOUT_SUBMISSIONS = {
+    "good.py": SHOW_FILES + "\n\ndef attention(Q, K, V):\n    return tinypkg.attention(Q, K, V)\n",
+    "unscaled.py": "import tinypkg\n\n\ndef attention(Q, K, V):\n    return tinypkg.attention(Q, K, V, scaled=False)\n",
+    "reach.py": REACH_GRADER + "\n\ndef attention(Q, K, V):\n    return tinypkg.attention(Q, K, V)\n",
+}
+
+# Run by the layout's Python, as the grader's process of that layout: each submission graded by a
+# fresh worker (runner.WORKER_BOOT) and by one forked from the fork server (forkserver.SERVER_BOOT),
+# with where this process itself finds the modules good.py reports.
+DRIVER = '''
+import importlib.util, json, os, sys
+from pathlib import Path
+
+import grader
+from grader.pipeline import grade_file
+from grader.prepare import prepare
+from grader.sandbox.forkserver import ForkServer
+
+prepared = prepare()
+paths = [Path(p) for p in sys.argv[1:]]
+
+
+def row(report):
+    return {"passed": report.passed, "status": report.worker_status, "output": report.output.text, "diagnoses": [d.name for d in report.diagnoses], "error": report.error}
+
+
+found = {name: os.path.realpath(importlib.util.find_spec(name).origin) for name in ("colorsys", "numpy", "tinypkg")}
+out = {"grader": os.path.realpath(grader.__file__), "parent": found, "modes": {}}
+out["modes"]["fresh"] = {p.name: row(grade_file(p, prepared)) for p in paths}
+server = ForkServer.start()
+if server is not None:
+    with server:
+        out["modes"]["forked"] = {p.name: row(grade_file(p, prepared, forkserver=server)) for p in paths}
+        out["spawned"] = server.spawned
+print(json.dumps(out))
+'''
+
+# Each layout: how the grader and tinypkg are installed, and whether the folder holding them comes
+# after the standard library on the grader's path (a site folder: a module named like a
+# standard-library one there is never taken) or before it (PYTHONPATH: it is).
+PACKAGE_LAYOUTS = ["venv", "system-site", "user", "target", "source-pythonpath", "source-cwd"]
+
+
+class PackageLayout:
+    def __init__(self, python: str, env: dict[str, str], cwd: Path, folder: Path, site_folder: bool) -> None:
+        self.python, self.env, self.cwd, self.folder, self.site_folder = python, env, cwd, folder, site_folder
+
+
+def _install_grader(folder: Path) -> None:
+    """What ``pip install --target folder`` leaves of the grader: its package, copied (offline)."""
+    import grader
+
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(Path(grader.__file__).resolve().parent, folder / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def _install_neighbours(folder: Path, site_folder: bool) -> None:
+    """tinypkg, and a colorsys.py that says where it is; in a site folder also an inspect.py that
+    breaks whoever imports it (the worker imports inspect), as a PyPI package named like a
+    standard-library module would: the grader never takes it, so the worker must not either."""
+    (folder / "tinypkg").mkdir(parents=True, exist_ok=True)
+    (folder / "tinypkg" / "__init__.py").write_text(TINYPKG)
+    (folder / "colorsys.py").write_text("FROM_INSTALL_FOLDER = True\n")
+    if site_folder:
+        (folder / "inspect.py").write_text('raise ImportError("a module named like the standard library one, in site-packages")\n')
+
+
+@pytest.fixture(scope="module")
+def package_layouts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PackageLayout]:
+    """The grader installed (a copy of its package, as pip leaves it) with tinypkg beside it, in
+    each layout; numpy and the grader's dependencies come from this test process's site-packages
+    (path lines of a .pth file, or PYTHONPATH), never from an editable install of the grader."""
+    base = tmp_path_factory.mktemp("package-layouts")
+    providers = _providers()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "VIRTUAL_ENV")}
+    deps_pth = "\n".join([*providers, ""])
+    built: dict[str, PackageLayout] = {}
+
+    # A venv, and a --system-site-packages venv: the grader in the venv's site-packages.
+    for name, options in (("venv", ()), ("system-site", ("--system-site-packages",))):
+        venv = _make_venv(base / name, *options)
+        folder = _site_packages(venv)
+        _install_grader(folder)
+        _install_neighbours(folder, site_folder=True)
+        (folder / "deps.pth").write_text(deps_pth)
+        built[name] = PackageLayout(str(venv / "bin" / "python"), env, base, folder, site_folder=True)
+
+    # pip install --user: the grader in the user site (PYTHONUSERBASE), which a
+    # --system-site-packages venv reads (a plain venv never does).
+    user_venv = _make_venv(base / "user-venv", "--system-site-packages")
+    userbase = base / "userbase"
+    user_env = {**env, "HOME": str(base / "home"), "PYTHONUSERBASE": str(userbase)}
+    (base / "home").mkdir()
+    found = subprocess.run([str(user_venv / "bin" / "python"), "-c", "import site; print(site.getusersitepackages())"], env=user_env, capture_output=True, text=True, timeout=60, check=True)
+    user_site = Path(found.stdout.strip())
+    _install_grader(user_site)
+    _install_neighbours(user_site, site_folder=True)
+    (user_site / "deps.pth").write_text(deps_pth)
+    built["user"] = PackageLayout(str(user_venv / "bin" / "python"), user_env, base, user_site, site_folder=True)
+
+    # pip install --target DIR with PYTHONPATH=DIR, and a source folder on PYTHONPATH, for a
+    # bare venv: both before the standard library on the grader's path.
+    bare = _make_venv(base / "bare")
+    bare_python = str(bare / "bin" / "python")
+    for name, folder in (("target", base / "target"), ("source-pythonpath", base / "source")):
+        _install_grader(folder)
+        _install_neighbours(folder, site_folder=False)
+        built[name] = PackageLayout(bare_python, {**env, "PYTHONPATH": os.pathsep.join([str(folder), *providers])}, base, folder, site_folder=False)
+
+    # Inside the source folder (`python -m grader` there): the current folder comes first for the
+    # grader, and never reaches the worker (it may be the candidates' folder), so tinypkg is
+    # installed elsewhere, on PYTHONPATH.
+    checkout, deps = base / "checkout", base / "deps"
+    _install_grader(checkout)
+    _install_neighbours(deps, site_folder=False)
+    built["source-cwd"] = PackageLayout(bare_python, {**env, "PYTHONPATH": os.pathsep.join([str(deps), *providers])}, checkout, deps, site_folder=False)
+    return built
+
+
+@pytest.mark.parametrize("name", PACKAGE_LAYOUTS)
+def test_the_worker_imports_what_the_grader_imports_in_every_layout(package_layouts: dict[str, PackageLayout], name: str, tmp_path: Path) -> None:
+    layout = package_layouts[name]
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for file_name, source in LAYOUT_SUBMISSIONS.items():
+        (subs / file_name).write_text(source)
+    proc = subprocess.run(
+        [layout.python, "-c", DRIVER, *(str(subs / f) for f in LAYOUT_SUBMISSIONS)],
+        cwd=layout.cwd, env={**layout.env, "CI": "true"}, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.splitlines()[-1])
+    # The layout is the one meant: the grader from its install folder, tinypkg beside it, and
+    # colorsys from the standard library unless the folder comes before it.
+    assert result["grader"] == str((layout.folder if name != "source-cwd" else layout.cwd).resolve() / "grader" / "__init__.py")
+    assert result["parent"]["tinypkg"] == str(layout.folder.resolve() / "tinypkg" / "__init__.py")
+    assert (result["parent"]["colorsys"] == str(layout.folder.resolve() / "colorsys.py")) == (not layout.site_folder)
+    assert set(result["modes"]) == {"fresh", "forked"} and result["spawned"] == len(LAYOUT_SUBMISSIONS), "the fork server did not start"
+    for mode, reports in result["modes"].items():
+        good, unscaled, reach = reports["good.py"], reports["unscaled.py"], reports["reach.py"]
+        assert good["passed"] and good["status"] == "completed" and good["error"] is None, (mode, good)
+        files = [line for line in good["output"].splitlines() if line.startswith("FILES ")]
+        assert len(files) == 1 and json.loads(files[0][len("FILES "):]) == result["parent"], (mode, good["output"])
+        # A wrong submission is still failed for its mistake, not for the environment.
+        assert not unscaled["passed"] and unscaled["status"] == "completed" and unscaled["error"] is None, (mode, unscaled)
+        assert "load-error" not in unscaled["diagnoses"] and "crash" not in unscaled["diagnoses"], (mode, unscaled)
+        # The grader's own package stays out of reach, wherever it is installed.
+        assert reach["passed"] and reach["output"].strip() == "SEALED ModuleNotFoundError", (mode, reach)
+
+
+def test_the_sealed_package_cannot_be_imported_again_even_where_its_folder_is_readable(tmp_path: Path) -> None:
+    """No filesystem layer here: the package's folder is readable and on sys.path (an installed
+    copy), and dropping the modules from sys.modules does not bring it back."""
+    target = tmp_path / "target"
+    _install_grader(target)
+    _install_neighbours(target, site_folder=False)
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import grader.sandbox.worker as worker; worker.seal_grader_package()\n"
+        "import tinypkg  # the folder's other packages stay importable\n"
+        + REACH_GRADER
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(target)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "SEALED ModuleNotFoundError"
+    # And before sealing, the same import would have worked: the test is not vacuous.
+    unsealed = subprocess.run([sys.executable, "-c", script.replace("worker.seal_grader_package()", "pass"), str(target)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert unsealed.stdout.startswith("REACHED " + str(target)), unsealed.stdout + unsealed.stderr[-2000:]

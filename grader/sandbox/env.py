@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# Stdlib only, like this module; importing it puts the grader's import folders on sys.path in the
-# fork server (see paths.adopt_import_path).
+# Stdlib only, like this module.
 from grader.sandbox.isolation.paths import IMPORT_PATH_VAR, import_path
 
 # Only what Python and numpy need. Nothing of the caller's environment (tokens, keys, CI secrets)
@@ -38,3 +37,18 @@ BASE_ENV = {
 # The worker imports the very same `grader` package as this process (an installed copy and a source
 # tree may both exist), with -I so that no environment variable or user site can change that.
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+
+# How a worker (runner.WORKER_BOOT) and the fork server (forkserver.SERVER_BOOT) begin, started as
+# ``python -I -c BOOT PACKAGE_ROOT ...``, before anything of the grader is imported. Its own imports
+# are of the standard library, found first on the interpreter's own path. Then sys.path becomes
+# this process's import path, in this order (IMPORT_PATH_VAR), so every later import, the grader's
+# own included, resolves to the file it resolves to here. The `grader` package itself is loaded
+# from PACKAGE_ROOT alone (its submodules follow its __path__), without putting that folder on
+# sys.path: first on the path it would put site-packages, the user site or a --target folder
+# before the standard library (where a module named like one of it may lie), and it must not move.
+IMPORT_BOOT = (
+    "import json, os, sys; from importlib.machinery import PathFinder; from importlib.util import module_from_spec; "
+    f"sys.path[:] = json.loads(os.environ[{IMPORT_PATH_VAR!r}]); "
+    "spec = PathFinder.find_spec('grader', [sys.argv.pop(1)]); "
+    "sys.modules['grader'] = package = module_from_spec(spec); spec.loader.exec_module(package); "
+)

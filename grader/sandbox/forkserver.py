@@ -66,12 +66,13 @@ import threading
 from typing import IO, Any
 
 from grader.errors import SandboxError
-from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
+from grader.sandbox.env import BASE_ENV, IMPORT_BOOT, PACKAGE_ROOT
 from grader.sandbox.isolation import Layer, NamespaceForks, NamespaceStuck, close_descriptors_except, set_parent_death_signal
 from grader.sandbox.isolation.process import _thread_count
 
-# The collector is off while the server imports (see serve).
-SERVER_BOOT = "import gc; gc.disable(); import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.forkserver import OWN_NAMESPACES, serve; serve(int(sys.argv[1]), sys.argv[2] == OWN_NAMESPACES, sys.argv[3])"
+# The collector is off while the server imports (see serve). IMPORT_BOOT (env.py) takes
+# PACKAGE_ROOT off argv and sets the import path the workers forked from here inherit.
+SERVER_BOOT = "import gc; gc.disable(); " + IMPORT_BOOT + "from grader.sandbox.forkserver import OWN_NAMESPACES, serve; serve(int(sys.argv[1]), sys.argv[2] == OWN_NAMESPACES, sys.argv[3])"
 # serve()'s second argument: make the user namespace even where the server would not need one.
 OWN_NAMESPACES = "own-namespaces"
 # The first request may wait for the server's own start (numpy's import, or torch's or JAX's:

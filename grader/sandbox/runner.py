@@ -39,14 +39,15 @@ from grader.observation import (
     parse_sandbox,
 )
 from grader.probes import Probe
-from grader.sandbox.env import BASE_ENV, PACKAGE_ROOT
+from grader.sandbox.env import BASE_ENV, IMPORT_BOOT, PACKAGE_ROOT
 from grader.sandbox.forkserver import EXIT_GRACE_S, ForkedWorker, ForkServer, ForkServers, unforked
 from grader.sandbox.isolation import Layer, missing_guarantees, why_missing
 from grader.sandbox.policy import SandboxSettings, request_meta
 from grader.sandbox.protocol import EncodedArrays, ProtocolError, decode, encode, encode_arrays
 
-# BASE_ENV and PACKAGE_ROOT live in env.py, which the fork server shares without importing numpy.
-WORKER_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from grader.sandbox.worker import entry; entry(sys.argv[1:])"
+# BASE_ENV, IMPORT_BOOT and PACKAGE_ROOT live in env.py, which the fork server shares without
+# importing numpy. IMPORT_BOOT takes PACKAGE_ROOT off argv and sets the import path first.
+WORKER_BOOT = IMPORT_BOOT + "from grader.sandbox.worker import entry; entry(sys.argv[1:])"
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ import traceback
 import types
 from typing import Any, Callable
 
-# First: importing it puts the grader's import folders on sys.path (-I left PYTHONPATH and the
-# user site out), where numpy, torch or jax may be (see paths.adopt_import_path).
+# First: the grader's import path, in the grader's order, where numpy, torch or jax may be (-I left
+# PYTHONPATH and the user site out). BOOT set it already (env.IMPORT_BOOT); see paths.adopt_import_path.
 import grader.sandbox.isolation.paths  # noqa: F401  # isort: skip
 import numpy as np
 
@@ -41,9 +41,6 @@ from grader.sandbox.gradients import framework_of, with_gradients
 from grader.sandbox.isolation import LAYER_NAMES, Layer, Policy, apply_isolation, forked_as_namespace_init, missing_guarantees, relay_exit, run_as_namespace_init, run_in_pid_namespace
 from grader.sandbox.compile_cache import open_compile_cache
 from grader.sandbox.protocol import decode, encode
-
-# The folder BOOT put first on sys.path to import this package (see runner.WORKER_BOOT).
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MAX_TEXT = 2000
 MAX_RETURN_ELEMENTS = 20_000_000
@@ -266,16 +263,28 @@ def isolate(meta: dict[str, Any], with_limits: bool = True, only_limits: bool = 
     return apply_isolation(policy, only=only)
 
 
+class _SealedGrader:
+    """First on sys.meta_path once the package is sealed: ``grader`` and ``grader.*`` are never
+    found again, even after the submission drops them from sys.modules. sys.path stays the
+    grader's (the folder holding the package may be site-packages, the user site or a --target
+    folder, whose other packages the submission may import)."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        if fullname == "grader" or fullname.startswith("grader."):
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
 def seal_grader_package() -> None:
     """Keep the submission away from the grader's code: the modules the worker runs on stay
-    loaded, but an empty __path__ makes every further ``grader.*`` import fail at once (even where
-    no filesystem layer hides the folder), and the source root BOOT put on sys.path leaves it.
-    (In an installed copy that root is site-packages, which stays: it is on sys.path twice.)"""
+    loaded, but an empty __path__ makes every further ``grader.*`` import fail at once, and a
+    finder first on sys.meta_path refuses the package by name (even where no filesystem layer
+    hides the folder). BOOT never put the package's folder on sys.path (env.IMPORT_BOOT)."""
     for name, module in list(sys.modules.items()):
         if (name == "grader" or name.startswith("grader.")) and hasattr(module, "__path__"):
             module.__path__ = []
-    if PACKAGE_ROOT in sys.path:
-        sys.path.remove(PACKAGE_ROOT)
+    if not any(isinstance(finder, _SealedGrader) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _SealedGrader())
 
 
 def _raised(meta: dict[str, Any], exc: BaseException, submission_dir: str) -> None:

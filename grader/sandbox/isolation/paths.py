@@ -48,7 +48,8 @@ def _outermost(paths: Iterable[str]) -> list[str]:
 
 
 # The grader's import folders, in its own order, for the worker and the fork server: both start
-# with -I, which ignores PYTHONPATH and the user site (see import_path, adopt_import_path).
+# with -I, which ignores PYTHONPATH and the user site, and take this path instead as it is
+# (env.IMPORT_BOOT, adopt_import_path; see import_path).
 IMPORT_PATH_VAR = "GRADER_IMPORT_PATH"
 
 
@@ -75,18 +76,20 @@ def import_path(entries: list[str] | None = None) -> tuple[str, ...]:
 
 
 def adopt_import_path() -> None:
-    """In a worker or the fork server: append the grader's import folders (IMPORT_PATH_VAR) after
-    the interpreter's own, in order, so that what the grader imports the worker imports too.
-    Only in an interpreter started with -I, which is how both are started."""
+    """In a process of the grader's started with -I: make sys.path the grader's import path
+    (IMPORT_PATH_VAR), in the grader's order, so that every import resolves to the file it
+    resolves to in the grader. Not merely appended: a folder the interpreter's own path has too
+    (site-packages) keeps the grader's place, after the standard library and any PYTHONPATH
+    folder. The worker and the fork server have it from env.IMPORT_BOOT already (this is then a
+    no-op); another boot that put a folder first to import the grader gets the grader's order."""
     if not sys.flags.isolated or IMPORT_PATH_VAR not in os.environ:
         return
     try:
         entries = json.loads(os.environ[IMPORT_PATH_VAR])
     except ValueError:
         return
-    for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, str) and entry and entry not in sys.path:
-            sys.path.append(entry)
+    if isinstance(entries, list) and all(isinstance(entry, str) and entry for entry in entries):
+        sys.path[:] = entries
 
 
 def default_readable_paths(*extra: str) -> tuple[str, ...]:
@@ -169,6 +172,6 @@ def _unreachable(paths: Iterable[str], uid: int, gid: int) -> list[str]:
     return bad
 
 
-# In the worker and the fork server (both started with -I), before numpy is imported: each imports
-# this module first (worker.py; env.py for the fork server).
+# In every process of the grader's started with -I, before numpy is imported: each imports this
+# module first (worker.py; env.py for the fork server).
 adopt_import_path()
