@@ -30,6 +30,10 @@ BASE_ENV = {
     # space each: a framework with a thread pool (JAX starts about 17 threads) would exhaust the
     # address-space limit on reservations alone.
     "MALLOC_ARENA_MAX": "2",
+    # torch.compile runs the function as written (eagerly): its compiler needs a C++ toolchain
+    # the sandbox never lets run, and what is graded is the function's arithmetic. Read by
+    # torch._dynamo's config when a submission first compiles: costs nothing otherwise.
+    "TORCH_COMPILE_DISABLE": "1",
     # Computed in the grader when it imports this module, after site processing.
     IMPORT_PATH_VAR: json.dumps(list(import_path())),
 }
