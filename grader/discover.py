@@ -12,7 +12,8 @@ The rule for a checkout, in order (documented in the README):
 1. with ``--submission-file PATTERN``: the one file whose path inside the checkout matches the
    glob ``PATTERN`` (``src/attn.py``, ``*/attention.py``);
 2. otherwise the one file that *defines* the graded function at module level (``def attention``,
-   ``attention = ...``, ``class attention``; an import of it does not count), found by parsing
+   ``attention = ...``, ``class attention``; an import of it, or a definition under
+   ``if __name__ == "__main__":``, which importing does not run, does not count), found by parsing
    every Python file with ``ast``: nothing is imported or run. Test files (``test_*.py``,
    ``*_test.py``, ``conftest.py``) are not candidates;
 3. when several files define it, the one with the most conventional name wins
@@ -249,6 +250,11 @@ def _defines(tree: ast.Module, name: str) -> bool:
                 for leaf in ast.walk(target):
                     if isinstance(leaf, ast.Name) and leaf.id == name:
                         return True
+        if isinstance(node, ast.If) and (guard := _main_guard(node.test)) is not None:
+            # `if __name__ == "__main__":` does not run when the worker imports the file: a
+            # definition there grades nothing (and its `else:` is what runs on import).
+            body.extend(node.orelse if guard else node.body)
+            continue
         if isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
             body.extend(node.body)
             body.extend(getattr(node, "orelse", []))
@@ -260,6 +266,17 @@ def _defines(tree: ast.Module, name: str) -> bool:
             for handler in node.handlers:
                 body.extend(handler.body)
     return False
+
+
+def _main_guard(test: ast.expr) -> bool | None:
+    """True for ``__name__ == "__main__"`` (either way round), False for ``!=``, None for any
+    other condition."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+        return None
+    sides = [test.left, test.comparators[0]]
+    named = any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+    main = any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+    return isinstance(test.ops[0], ast.Eq) if named and main else None
 
 
 def defines_function(path: Path, name: str) -> bool:

@@ -5,12 +5,13 @@
 * reduced-precision (a warning): the result is narrower than float64, or differs from the float64
   reference by more than float64 rounding while staying within the tolerance;
 * reduced-precision (the failing mistake): differences beyond the tolerance that are all the size
-  and the shape of half-precision rounding, with the dtype or the float16 grid as evidence.
+  and the shape of half-precision rounding, with the dtype or the float16 or bfloat16 grid as
+  evidence.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -30,6 +31,7 @@ DOUBLE_ROUNDING = 1e-10
 # 0.01 is ~90 units, noise of 1e-3 ~20, a scale of 1/sqrt(d_k + 0.1) ~14.
 ROUNDING_UNITS = 8.0
 HALF = np.dtype(np.float16)
+BFLOAT16_EPS = 2.0**-7  # 8 bits of significand (7 stored): the step above 1
 
 
 def input_mutated(probes: dict[str, Probe], observations: dict[tuple[str, int], Observation], failed: tuple[str, ...]) -> Diagnosis | None:
@@ -150,13 +152,15 @@ def rounding_beyond_tolerance(probes: dict[str, Probe], observed: dict[str, Obse
     explanation of differences beyond the tolerance: every probe returns a float array of the
     reference's shape, finite where it is, within ROUNDING_UNITS of the narrow type's epsilon
     (relative to the row); some probe is beyond the tolerance; and the precision is evidenced by
-    the dtype (float16, float32), by float64 values on the float16 grid, or, for float64 values off
+    the dtype (float16, float32), by float32 or float64 values on the bfloat16 grid, by float64
+    values on the float16 grid, or, for float64 values off
     any grid, by differences of both signs that vary within each row (no offset, no steady factor
     as an epsilon or a scale gives). Integer results are never rounding: that is truncation."""
     if not observed:
         return None
     narrow: set[str] = set()
     on_half_grid, balance, steady = True, [], False
+    bfloat: set[str] = set()  # the dtypes of the results on the bfloat16 grid
     worst, worst_units, beyond = 0.0, 0.0, []
     with np.errstate(all="ignore"):
         for name, obs in observed.items():
@@ -175,11 +179,15 @@ def rounding_beyond_tolerance(probes: dict[str, Probe], observed: dict[str, Obse
                 continue
             beyond.append(name)
             eps = float(np.finfo(array.dtype if array.dtype.itemsize < 8 else HALF).eps)
-            if array.dtype.itemsize < 8:
+            if array.dtype != HALF and on_grid(a, to_bfloat16):
+                # float32 or float64 values that bfloat16 holds exactly: computed in bfloat16
+                # (torch's .bfloat16(), jnp.bfloat16), then widened; its steps are 8 times float16's.
+                bfloat.add(str(array.dtype))
+                eps = BFLOAT16_EPS
+            elif array.dtype.itemsize < 8:
                 narrow.add(str(array.dtype))
             else:
-                finite = a[np.isfinite(a)]
-                on_half_grid = on_half_grid and bool(np.mean(finite.astype(HALF).astype(np.float64) == finite) > 0.9)
+                on_half_grid = on_half_grid and on_grid(a, lambda x: x.astype(HALF).astype(np.float64))
                 signed = (a - expected)[diff > 0]
                 balance.append(float(abs(signed.mean()) / np.abs(signed).mean()) if signed.size else 0.0)
                 steady = steady or not _looks_rounded(a, expected)
@@ -190,7 +198,12 @@ def rounding_beyond_tolerance(probes: dict[str, Probe], observed: dict[str, Obse
             worst, worst_units = max(worst, float(diff.max())), max(worst_units, units)
     if not beyond:
         return None
-    if narrow:
+    if bfloat and (narrow or balance):
+        return None  # bfloat16's grid on some probes and not on others: not one precision
+    if bfloat:
+        widened = ", ".join(sorted(bfloat))
+        kinds, how = "bfloat16", f"returns {widened} values that lie on the bfloat16 grid (computed in bfloat16, then widened)"
+    elif narrow:
         kinds = ", ".join(sorted(narrow))
         how = f"returns {kinds} arrays"
     elif on_half_grid:
@@ -203,8 +216,23 @@ def rounding_beyond_tolerance(probes: dict[str, Probe], observed: dict[str, Obse
         f"{how}; largest difference from the float64 reference {worst:.3g} ({worst_units:.2g} times {kinds}'s epsilon relative to the row), "
         f"beyond the tolerance on {len(beyond)} of {len(observed)} probes ({beyond[0]} first); no known mistake explains it, {kinds} rounding does"
     )
-    evidence: dict[str, Any] = {"dtype": sorted(narrow) or ["float64"], "precision": kinds, "max_abs_diff": worst, "epsilon_units": round(worst_units, 3), "probes_beyond_tolerance": len(beyond), "probe": beyond[0]}
+    evidence: dict[str, Any] = {"dtype": sorted(narrow or bfloat) or ["float64"], "precision": kinds, "max_abs_diff": worst, "epsilon_units": round(worst_units, 3), "probes_beyond_tolerance": len(beyond), "probe": beyond[0]}
     return Diagnosis.of("reduced-precision", message, evidence, failed, severity="error")
+
+
+def to_bfloat16(values: np.ndarray) -> np.ndarray:
+    """``values`` rounded to bfloat16, as float64. NumPy has no bfloat16: it is float32's top 16
+    bits, so round float32's bit pattern to nearest, ties to even, and clear the low 16 bits
+    (inf and NaN are left to the caller, which compares finite values only)."""
+    bits = values.astype(np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return rounded.view(np.float32).astype(np.float64)
+
+
+def on_grid(values: np.ndarray, rounding: Callable[[np.ndarray], np.ndarray]) -> bool:
+    """Whether nearly all finite values are kept exactly by a rounding to a narrower float."""
+    finite = values[np.isfinite(values)]
+    return finite.size > 0 and bool(np.mean(rounding(finite) == finite) > 0.9)
 
 
 def _looks_rounded(array: np.ndarray, expected: np.ndarray) -> bool:

@@ -15,6 +15,7 @@ import numpy as np
 
 from grader.compare import compare
 from grader.diagnosis.catalogue import REFERENCE, SCALE, ByRank, Option, Variant, causal, with_scale
+from grader.diagnosis.crash_words import assumed_equal, crash_text, ranks_text as _ranks
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import Evidence, scale_points
 from grader.diagnosis.scale_fit import fit_linear, fit_scale, row_shape
@@ -607,6 +608,9 @@ def crash(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:
             "write it for any number of leading axes (swap only the last two axes of K, take d_k from the last axis, "
             "normalise over the last axis)."
         )
+    elif sizes := assumed_equal(ev.probes, ev.observed):  # raises exactly where two sizes differ
+        said, fix = crash_text(sizes, error.type)
+        message, evidence["assumes"] = message + said, [a.equal for a, _, _ in sizes]
     elif any(ev.observed[n].status == "returned" for n in everywhere):
         # Some inputs of a rank raise and others of the same rank run: the sizes decide.
         fix = (
@@ -617,12 +621,6 @@ def crash(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:
     else:
         fix = f"It raises {error.type} on every input it was given ({_ranks(ranks_raised)}): fix the line that raises."
     return replace(Diagnosis.of("crash", message, evidence, failed), fix=fix)
-
-
-def _ranks(ranks: list[int]) -> str:
-    """[2, 3, 4] as "2-D, 3-D and 4-D"."""
-    names = [f"{r}-D" for r in ranks]
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def bad_return(ev: Evidence, names: list[str], failed: Failed) -> Diagnosis | None:

@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 
 from grader.diagnosis.model import Diagnosis
+from grader.diagnosis.registry import BY_NAME
 
 _SCALE = {
     "torch": "scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))   # the feature size, the last axis",
@@ -107,7 +108,8 @@ def in_framework(d: Diagnosis, framework: str | None, inputs: dict[str, str] | N
     """The fix in the submission's framework and with its own names for the inputs: ``inputs``
     maps the letters of the fix's code to the submission's names (see locate.Source.inputs), so
     the line to write can be pasted as it is."""
-    text = FIXES.get(d.name, {}).get(framework or "") or d.fix
+    own = d.fix != BY_NAME[d.name].fix  # a fix the diagnosis wrote from its evidence is kept
+    text = (None if own else FIXES.get(d.name, {}).get(framework or "")) or d.fix
     if inputs and d.name not in _FORMULAS:
         text = _INPUT.sub(lambda m: inputs.get(m.group(1), m.group(1)), text)
     return replace(d, fix=text) if text != d.fix else d

@@ -4,7 +4,8 @@
   ``.detach()`` on the way), all zeros where the reference's is not (``jax.lax.stop_gradient``),
   or none can be computed at all: the output has no graph (``torch.no_grad()``, a NumPy round
   trip, a tensor rebuilt from ``.item()``), the call raises only when its inputs require
-  gradients (``q.numpy()``, a JAX tracer turned into a NumPy array), or the backward raises;
+  gradients (``q.numpy()``, a JAX tracer turned into a NumPy array), or the backward raises (an
+  in-place ``s.exp_()`` or ``s /= ...`` on a tensor autograd saved is told apart: its own fix);
 * gradient-mismatch: the same call's output matches the reference, but a gradient does not (a
   custom autograd function with a wrong backward, a gradient stopped on one branch).
 
@@ -20,6 +21,7 @@ from typing import Any, Callable
 
 from grader.backward import INPUTS
 from grader.checks.gradients import GradientVerdict, judge_gradients
+from grader.diagnosis import inplace
 from grader.diagnosis.describe import quote
 from grader.diagnosis.model import Diagnosis
 from grader.observation import ErrorInfo, WorkerRun
@@ -85,7 +87,14 @@ def not_differentiable(verdicts: list[GradientVerdict], run: WorkerRun, failed: 
             detail += f"; the gradient of {right[0]} matches the reference" if len(right) == 1 else f"; the gradients of {listed(right)} match the reference"
     verb = "gets" if len(inputs) == 1 else "get"
     message = f"{listed(inputs)} {verb} no gradient from the output: {detail} ({first.probe.name}, gradients of sum(output * G))"
-    return Diagnosis.of("not-differentiable", message, evidence, failed)
+    d = Diagnosis.of("not-differentiable", message, evidence, failed)
+    if first.error is not None and first.status in ("raised", "failed") and inplace.is_in_place_error(first.error.message):
+        # Nothing left the graph: an in-place operation changed what the backward needs. The fix
+        # says so (not .detach() or .numpy(), which are not there), and locate finds the statement.
+        op = inplace.saved_by(first.error.message)
+        evidence.update(in_place=True, **({"saved_by": op} if op else {}))
+        return replace(d, message=message + "; an in-place operation changed a tensor the backward needs", evidence=evidence, fix=inplace.FIX)
+    return d
 
 
 def gradient_mismatch(verdicts: list[GradientVerdict], failed: tuple[str, ...]) -> Diagnosis | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
 from grader.diagnosis import fixes, locate_softmax
+from grader.diagnosis.inplace import in_place_statement
 from grader.diagnosis.locate_dtype import INTEGER_TYPES, names_integer, narrowing_call
 from grader.diagnosis.locate_softmax import axis_argument
 from grader.diagnosis.locate_softmax import call_name as _call_name
@@ -555,6 +556,10 @@ def find_not_differentiable(source: Source, d: Diagnosis) -> ast.AST | None:
     found = _at_line(source, d)
     if found is not None:
         return found
+    if d.evidence.get("in_place"):  # the in-place statement after the operation torch names
+        saved = d.evidence.get("saved_by")
+        graded = [n for n in _nodes(source, ast.stmt) if source.scope.get(id(n)) == 0]
+        return in_place_statement(graded, saved if isinstance(saved, str) else None)
     if d.evidence.get("how") == "backward-raised":  # raised by the framework, checking what the backward returned
         return find_wrong_backward(source, d)
     for node in _nodes(source, (ast.Call, ast.FunctionDef)):
