@@ -6,6 +6,12 @@ coincide (T_k = d_v), the order the submission used on the probes where they dif
 no probe tells, the item whose rows are a probability distribution is the weights, and failing
 that the usual order (output first) is assumed.
 
+Two items of the weights' shape and none of the output's (``return w, w``) are the weights
+returned in the output's place, as a bare ``return w`` is: the first is judged as the output
+(the diagnosis names returns-weights), the second as the weights. A ``None`` beside an array
+(``return out, None``, nn.MultiheadAttention's ``need_weights=False``, or ``None, out``) carries
+no weights to judge: the array is judged as the output, alone.
+
 After :func:`split_returns` every check and diagnosis sees the output as the returned array, and
 the returned weights are checked directly against the reference weights as well
 (:func:`returned_weights_results`).
@@ -41,6 +47,24 @@ def _pair(value: Value | None) -> tuple[np.ndarray, np.ndarray] | None:
     return first.array, second.array
 
 
+def _is_none(item: Value) -> bool:
+    # The worker names the type as it reads (grader.sandbox.worker.type_name): builtins' None is
+    # "NoneType". An object dressed up as one only has its array judged alone, as `return out` is.
+    return item.array is None and item.items is None and item.type == "NoneType"
+
+
+def _beside_none(value: Value | None) -> np.ndarray | None:
+    """The array of a returned (array, None) or (None, array)."""
+    if value is None or value.array is not None or value.items is None or len(value.items) != 2:
+        return None
+    first, second = value.items
+    if first.array is not None and _is_none(second):
+        return first.array
+    if second.array is not None and _is_none(first):
+        return second.array
+    return None
+
+
 def _order_by_shape(pair: tuple[np.ndarray, np.ndarray], probe: Probe) -> Order | None:
     output, weights = _shapes(probe)
     if output == weights:
@@ -62,7 +86,8 @@ def split_returns(run: WorkerRun, probes: list[Probe]) -> tuple[WorkerRun, Order
     """The run with every returned pair turned into (output, weights), and the order seen."""
     by_name = {p.name: p for p in probes}
     pairs = {key: pair for key, obs in run.observations.items() if key[0] in by_name and (pair := _pair(obs.value)) is not None}
-    if not pairs:
+    alone = {key: found for key, obs in run.observations.items() if key[0] in by_name and (found := _beside_none(obs.value)) is not None}
+    if not pairs and not alone:
         return run, None
     votes = Counter(o for (name, _), pair in pairs.items() if (o := _order_by_shape(pair, by_name[name])) is not None)
     order: Order | None = votes.most_common(1)[0][0] if votes else None
@@ -75,11 +100,20 @@ def split_returns(run: WorkerRun, probes: list[Probe]) -> tuple[WorkerRun, Order
             this = "weights-first" if _looks_like_weights(pair[0]) and not _looks_like_weights(pair[1]) else "output-first"
         output, weights = pair if this == "output-first" else (pair[1], pair[0])
         if output.shape != _shapes(probe)[0]:
-            continue  # not a recognisable pair for this probe: judged as returned (bad-return)
+            if not (pair[0].shape == pair[1].shape == _shapes(probe)[1]):
+                continue  # not a recognisable pair for this probe: judged as returned (bad-return)
+            # Two weight matrices and no output: the weights in the output's place, judged as
+            # the first item (the catalogue names returns-weights, and what else it does).
+            output, weights, this = pair[0], pair[1], "output-first"
         seen = seen or this
         value = run.observations[key].value
         assert value is not None
         observations[key] = replace(run.observations[key], value=replace(value, array=output, weights=weights))
+    for key, output in alone.items():
+        # No order is reported for these: the report's "(output, weights)" would claim weights.
+        value = run.observations[key].value
+        assert value is not None
+        observations[key] = replace(run.observations[key], value=replace(value, array=output))
     return replace(run, observations=observations), seen
 
 

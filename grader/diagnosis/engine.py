@@ -9,7 +9,8 @@ The order of questions, each answered from evidence:
    in this process and compared with what the submission did, raised exceptions included.
    The probes are taken group by group (single sequences, batches, large inputs, fresh inputs),
    each group explained by a variant that must also reproduce every group explained before it,
-   so a mistake named from one probe is never contradicted by another.
+   so a mistake named from one probe is never contradicted by another. The weights a function
+   returns beside its output are searched too, for mistakes of their own (``returned_weights``).
 4. A group that no variant explains is a crash, a bad return or a values mismatch, with its numbers; fresh
    inputs that fail while every stored case passes are a hard-coded submission. Code written for
    some input ranks only (every probe of those ranks raises, none of the others) is a crash on
@@ -39,6 +40,7 @@ from grader.diagnosis.mask_pattern import unasked_mask
 from grader.diagnosis.masks import mask_diagnoses
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import OVERFLOW_ERRORS, Evidence
+from grader.diagnosis.returned_weights import pair_of_weights, weights_diagnoses
 from grader.diagnosis.squeeze import restore_dropped_axes
 from grader.entry import NAME_LIMIT, attention_candidate
 from grader.frameworks import is_framework_memory_error
@@ -106,6 +108,9 @@ def diagnose(suite: Suite, probes: list[Probe], run: WorkerRun, checks: list[Che
         found = []
     elif random is None:
         found = name_mistakes(by_name, observed, suite.tolerance, failed)
+        # The weights returned beside the output are judged too: their own mistakes, after the
+        # output's (one the output shows as well is named once, from the output).
+        found = [pair_of_weights(d, observed) for d in found] + weights_diagnoses(by_name, observed, suite.tolerance, failed)
     else:
         # Random results match no variant and no reference: only what does not depend on the
         # values (an exception, a wrong type or shape) is worth reporting beside it.

@@ -77,6 +77,11 @@ FIXES: dict[str, dict[str, str]] = {
         "torch": "scores = scores.masked_fill(~mask, float('-inf')) before the softmax (True = keep).",
         "jax": "scores = jnp.where(mask, scores, -jnp.inf) before the softmax (True = keep).",
     },
+    # The registry's says "the numpy array": a tensor converted, listed or cut is the mistake here.
+    "bad-return": {
+        "torch": "Return the tensor `weights @ v` itself, of shape (..., T_q, d_v): not a list (.tolist()), a number (.item()) or a slice of it.",
+        "jax": "Return the jax.Array `weights @ v` itself, of shape (..., T_q, d_v): not a list (.tolist()), a number (.item()) or a slice of it.",
+    },
     "gradient-mismatch": {
         "torch": "Drop the custom torch.autograd.Function (or its backward) and let autograd differentiate the forward; or check the backward against torch.autograd.gradcheck",
         "jax": "Drop the jax.custom_vjp (or its bwd) and let jax.grad differentiate the forward; or check it against jax.test_util.check_grads",

@@ -1,0 +1,10 @@
+"""Correct: (None, output), the weights' place of (weights, output) left empty."""
+
+import numpy as np
+
+
+def attention(Q, K, V):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return None, weights @ V

@@ -1,0 +1,10 @@
+"""Bug: (output, None) with the scores divided by d_k: the output is judged, and is wrong."""
+
+import numpy as np
+
+
+def attention(Q, K, V):
+    scores = Q @ np.swapaxes(K, -1, -2) / Q.shape[-1]
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return weights @ V, None

@@ -1,0 +1,10 @@
+"""Bug: returns (weights, output) with the raw scores in the weights' place; the output is right."""
+
+import numpy as np
+
+
+def attention(Q, K, V):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return scores, weights @ V

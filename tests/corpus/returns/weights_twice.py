@@ -1,0 +1,10 @@
+"""Bug: returns the weights twice, as a pair, and never weights @ V (as a bare `return weights`)."""
+
+import numpy as np
+
+
+def attention(Q, K, V):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return weights, weights

@@ -1,0 +1,11 @@
+"""Bug: the output is right, but the weights returned beside it are their square roots, which no
+known mistake makes."""
+
+import numpy as np
+
+
+def attention(Q, K, V):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return weights @ V, np.sqrt(weights)
