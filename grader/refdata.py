@@ -270,7 +270,9 @@ def _read_array(path: Path, data: bytes, dims: tuple[int, ...], case: str, hint:
     readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     try:
         shape, fortran_order, dtype = readers[version](stream)
-    except (KeyError, ValueError, TypeError, SyntaxError):
+    # numpy reads the header with ast.literal_eval: a shape of 3,000 nested minus signs exhausts
+    # the parser's recursion, one of huge numbers its memory; each is a corrupt header too.
+    except (KeyError, ValueError, TypeError, SyntaxError, RecursionError, MemoryError, OverflowError):
         raise ReferenceDataError(f"{not_npy}: its .npy header is unreadable; {hint}") from None
     if dtype.hasobject:
         raise ReferenceDataError(f"{not_npy}: it holds Python objects, which the grader never unpickles; {hint}")

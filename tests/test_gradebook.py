@@ -132,3 +132,26 @@ def test_roster_reading_rules() -> None:
         parse_roster("candidate,Name,name\n", "r.csv")
     with pytest.raises(UsageError, match="points:weights"):
         parse_roster("candidate,points:weights\n", "r.csv", RESERVED)
+
+
+# 30,000 columns and a repeated one at the end: 25 s when each name was compared with all before it.
+WIDE_ROSTER_CHILD = """
+from grader.report.roster import parse_roster
+names = ",".join(f"c{i}" for i in range(30_000))
+print(len(parse_roster("candidate," + names + "\\nx" + ",v" * 30_000 + "\\n", "r.csv").columns))
+try:
+    parse_roster("candidate," + names + ",C0\\n", "r.csv")
+except Exception as exc:
+    print(exc)
+"""
+
+
+def test_a_wide_roster_header_is_checked_in_one_pass() -> None:
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    done = subprocess.run([sys.executable, "-c", WIDE_ROSTER_CHILD], capture_output=True, text=True, timeout=10, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["30000", "--roster r.csv: line 1: the column 'C0' appears twice in the header"]

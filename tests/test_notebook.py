@@ -129,3 +129,93 @@ def test_a_backward_s_exception_is_given_as_cell_and_line_too() -> None:
     mapped = remap_run(run, nb, "task.ipynb").observations[("small/gradients", 0)].gradients
     assert mapped is not None and mapped.error is not None
     assert (mapped.error.cell, mapped.error.line, mapped.error.frames[0]["cell"]) == (3, 5, 3)
+
+
+@pytest.mark.parametrize(
+    "worksheets",
+    [[{"cells": [{"cell_type": "code", "input": "x = 1"}]}, {"cells": 5}], [{"cells": "x = 1"}], [{"cells": {"a": 1}}], [5], ["cells"]],
+    ids=["cells-a-number", "cells-a-string", "cells-an-object", "worksheet-a-number", "worksheet-a-string"],
+)
+def test_a_v3_worksheet_that_is_not_shaped_like_one_is_a_notebook_error(worksheets: list[object]) -> None:
+    with pytest.raises(NotebookError, match="^not a notebook: a worksheet is not an object with a 'cells' list$"):
+        convert({"worksheets": worksheets, "nbformat": 3})
+
+
+def test_a_v3_worksheet_without_cells_adds_none() -> None:
+    v3 = {"worksheets": [{"cells": [{"cell_type": "code", "input": "x = 1"}]}, {"metadata": {}}], "nbformat": 3}
+    assert convert(v3).code_cells == 1
+
+
+def tokenizer_starts(lines: list[str]) -> list[bool]:
+    """Where Python's tokenizer ends a logical line: after a NEWLINE, or a blank or comment-only
+    line outside brackets (the rule the notebook's one-pass reading must agree with)."""
+    import io
+    import tokenize
+
+    starts = {1}
+    depth = 0
+    for token in tokenize.generate_tokens(io.StringIO("".join(line + "\n" for line in lines)).readline):
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+        elif token.type == tokenize.NEWLINE or (token.type == tokenize.NL and depth == 0):
+            starts.add(token.end[0] + 1)
+    return [number in starts for number in range(1, len(lines) + 1)]
+
+
+TRICKY = [
+    "s = 'it\\'s' + \"a \\\"b\\\"\"  # 'comment\nx = (1,\n  # ) in a comment\n  2)\n",
+    "doc = '''one ''' + '''two\n''' + \"\"\"three \\\"\"\" still\nin\"\"\"\ny = 1\n",
+    "t = 'a\\\nb'\nu = r'\\\\'\nv = b'''\\''''\nw = ''\nz = ''''''\n",
+    "total = 1 + \\\n    2\nif total:\n\n    pass\nd = {'k': [1,\n\n 2]}\n",
+    "f = f'{x!r:>{width}}' + rb'\\d' + Rb\"\\w\"\ng = [f'''\n{1}\n''']\n",
+]
+
+
+def test_statement_starts_agree_with_python_s_tokenizer_on_real_code() -> None:
+    """Over every module of the grader (docstrings, continued calls, comments, escapes) and some
+    tricky lines, a statement starts where Python's tokenizer says it does."""
+    from conftest import ROOT
+    from grader.notebook import _lines, _statement_starts
+
+    texts = [path.read_text(encoding="utf-8") for path in sorted((ROOT / "grader").rglob("*.py"))] + TRICKY
+    assert len(texts) > 50
+    for text in texts:
+        lines = _lines(text)
+        assert _statement_starts(lines) == tokenizer_starts(lines), text[:200]
+
+
+# Cells the tokenizer takes quadratic time on (Python 3.11: 25 s for 8,000 spaces before a $, 35 s for 9,000);
+# each is read in one pass now, with the magic after it still cleaned.
+HOSTILE = {
+    "spaces-before-dollar": "y = 1" + " " * 9_000 + "$",
+    "tabs-before-quote": "y = 1" + "\t" * 9_000 + "'x",
+    "spaces-before-backslash": "y = 1" + " " * 9_000 + "\\x",
+}
+# The child converts each cell and prints its last line; a hang guard far above what it costs.
+CHILD = """
+import json, sys
+from grader.notebook import convert
+for text in json.loads(sys.stdin.read()):
+    print(convert({"cells": [{"cell_type": "code", "source": text + "\\n%matplotlib inline"}]}).source.splitlines()[-2])
+"""
+
+
+def test_cells_the_tokenizer_takes_quadratic_time_on_are_read_in_one_pass() -> None:
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD], input=json.dumps(list(HOSTILE.values())), capture_output=True, text=True, timeout=10, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["pass"] * len(HOSTILE)
+
+
+def test_code_cells_over_the_size_limit_are_refused_before_they_are_read() -> None:
+    with pytest.raises(NotebookError, match="more than 2 MB of text"):
+        convert(doc(("code", "x = 1\n" * 200_000), ("code", "y = 2\n" * 200_000)))
+    assert convert(doc(("code", "%%bash\n" + "echo\n" * 500_000), ("code", "x = 1"))).code_cells == 2  # left out: not counted

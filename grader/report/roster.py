@@ -83,10 +83,12 @@ def parse_roster(text: str, path: str, reserved: tuple[str, ...] = ()) -> Roster
         for index, name in enumerate(names, start=1):
             if not name:
                 raise UsageError(f"{where}: line {header_line}: column {index} of the header has no name")
-        repeated = next((name for i, name in enumerate(names) if name.casefold() in (n.casefold() for n in names[:i])), None)
-        if repeated is not None:
-            raise UsageError(f"{where}: line {header_line}: the column '{repeated}' appears twice in the header")
         folded = [name.casefold() for name in names]
+        seen_names: set[str] = set()  # a set, not a scan of the names before: a header may be wide
+        for name, key in zip(names, folded):
+            if key in seen_names:
+                raise UsageError(f"{where}: line {header_line}: the column '{name}' appears twice in the header")
+            seen_names.add(key)
         id_index = next((folded.index(key) for key in ID_COLUMNS if key in folded), 0)
         columns = tuple(name for i, name in enumerate(names) if i != id_index)
         clash = next((name for name in columns if _reserved(name, reserved)), None)
