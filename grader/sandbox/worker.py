@@ -35,7 +35,7 @@ from typing import Any, Callable
 import grader.sandbox.isolation.paths  # noqa: F401  # isort: skip
 import numpy as np
 
-from grader.frameworks import relative_limits, worker_adapter
+from grader.frameworks import compile_eagerly, relative_limits, worker_adapter
 from grader.sandbox.forms import MASK_NAMES, call_arguments, import_submission, search_path
 from grader.sandbox.gradients import framework_of, with_gradients
 from grader.sandbox.isolation import LAYER_NAMES, Layer, Policy, apply_isolation, forked_as_namespace_init, missing_guarantees, relay_exit, run_as_namespace_init, run_in_pid_namespace
@@ -407,6 +407,7 @@ def main(argv: list[str]) -> int:
     fn, info = load_function(path, meta["function"], plan)
     channel.send({"kind": "loaded", **info})
     if fn is not None:
+        compile_eagerly(framework)
         run_probes(fn, meta["probes"], inputs, channel, submission_dir, info, adapt)
     channel.send({"kind": "done"})
     return 0
