@@ -82,6 +82,10 @@ FIXES: dict[str, dict[str, str]] = {
         "torch": "Return the tensor `weights @ v` itself, of shape (..., T_q, d_v): not a list (.tolist()), a number (.item()) or a slice of it.",
         "jax": "Return the jax.Array `weights @ v` itself, of shape (..., T_q, d_v): not a list (.tolist()), a number (.item()) or a slice of it.",
     },
+    "reduced-precision": {
+        "torch": "Compute in the inputs' dtype (float64): leave out .float(), .half(), .bfloat16(), .to(torch.float32 / float16 / bfloat16) and torch.autocast; float32 passes the tolerance, float16 and bfloat16 do not.",
+        "jax": "Compute in the inputs' dtype (float64): leave out .astype(jnp.float32 / float16 / bfloat16) and dtype= float32 / float16 / bfloat16, and keep jax_enable_x64 on; float32 passes the tolerance, float16 and bfloat16 do not.",
+    },
     "gradient-mismatch": {
         "torch": "Drop the custom torch.autograd.Function (or its backward) and let autograd differentiate the forward; or check the backward against torch.autograd.gradcheck",
         "jax": "Drop the jax.custom_vjp (or its bwd) and let jax.grad differentiate the forward; or check it against jax.test_util.check_grads",
