@@ -297,3 +297,13 @@ def test_an_exception_in_another_file_of_the_candidate_is_located_there(tmp_path
     same = where("pkg/attention.py", 3, "forged")
     assert same is not None and same.file == str(graded) and same.code.startswith("def attention") and not same.observed
     assert where("../secret.py", 1) is None
+
+
+def test_another_files_location_is_written_as_the_graded_file_was_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Graded as a relative path, a helper module's location is relative too (no machine path
+    beside the graded file's own)."""
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "attention.py").write_text("def attention(Q, K, V):\n    return V\n")
+    monkeypatch.chdir(tmp_path)
+    (d,) = attach_locations(Path("src/pkg/attention.py"), [Diagnosis.of("crash", "measured", {"line": 5, "file": "src/pkg/ops.py", "code": "batch, seq, dim = x.shape"})], root=tmp_path)
+    assert d.location is not None and (d.location.file, d.location.line, d.location.code) == ("src/pkg/ops.py", 5, "batch, seq, dim = x.shape")

@@ -12,6 +12,7 @@ cells are searched, and a line is given as cell and line.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def locate(d: Diagnosis, source: Source | None, path: Path, root: Path | None = 
                 if not there.is_relative_to(root.resolve()) or line < 1:
                     return None
                 code = d.evidence.get("code")
-                return Location(file=str(there), line=line, code=code.strip()[:MAX_LINE] if isinstance(code, str) else "", observed=True)
+                return Location(file=_as_given(there, path), line=line, code=code.strip()[:MAX_LINE] if isinstance(code, str) else "", observed=True)
         return _line_location(path, source, line) if isinstance(line, int) else None
     if source is None:
         return None
@@ -94,6 +95,14 @@ def locate(d: Diagnosis, source: Source | None, path: Path, root: Path | None = 
         return None
     node = finder(source, d)
     return source.location(node) if node is not None else None
+
+
+def _as_given(there: Path, path: Path) -> str:
+    """``there`` (resolved) written the way the graded file's ``path`` was given: relative when
+    it is relative, so a helper module reads ``src/pkg/ops.py`` beside ``src/pkg/attention.py``."""
+    if path.is_absolute():
+        return str(there)
+    return os.path.normpath(path.parent / os.path.relpath(there, path.resolve().parent))
 
 
 def _line_location(path: Path, source: Source | None, line: int) -> Location | None:
