@@ -13,6 +13,7 @@ import pytest
 
 from conftest import EXAMPLES
 from grader.diagnosis.model import Diagnosis, Location
+from grader.diagnosis.registry import BY_NAME
 from grader.errors import UsageError
 from grader.report.registry import FORMATS, RunInfo, make_reporter
 from grader.report.files import render_document
@@ -152,8 +153,7 @@ def test_github_warning_and_not_graded() -> None:
     warning = Diagnosis("W701", "reduced-precision", "warning", "float32 result", "f", location=Location("d/s.py", 3, "x"))
     base = Report("d/s.py", "attention", "s", True, 1, 1, (), (warning,), replace_output(), 0.1, "completed")
     assert annotation_lines(base) == [
-        "::warning file=d/s.py,line=3,title=Computed in reduced precision::The result is computed in single or half precision: "
-        "float32 stays within the tolerance and is reported so that differences of about 1e-7 are explained; float16 (about 1e-3) does not, and is then the failing mistake.%0AFix: f%0ACode: line 3: x%0AMeasured: float32 result"
+        f"::warning file=d/s.py,line=3,title=Computed in reduced precision::{BY_NAME['reduced-precision'].summary}%0AFix: f%0ACode: line 3: x%0AMeasured: float32 result"
         "%0AW701 reduced-precision: grade explain W701"
     ]
     missing = replace(base, diagnoses=(), error="2 files define attention()")
