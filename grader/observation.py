@@ -31,13 +31,17 @@ class ErrorInfo:
     frames: tuple[dict[str, Any], ...] = ()
     cell: int | None = None  # In a notebook, the cell that holds ``line`` (from 1)
     code: str | None = None  # ``line`` as the worker read it, through the sandbox
+    elsewhere: bool = False  # ``file`` is another of the candidate's files than the graded one
 
     @property
     def where(self) -> str:
-        """'line 7', or 'cell 3, line 2' in a notebook; '' when the line is unknown."""
+        """'line 7'; 'src/pkg/ops.py, line 5' in another of the candidate's files; 'cell 3,
+        line 2' in a notebook; '' when the line is unknown."""
         if self.line is None:
             return ""
-        return f"cell {self.cell}, line {self.line}" if self.cell is not None else f"line {self.line}"
+        if self.cell is not None:
+            return f"cell {self.cell}, line {self.line}"
+        return f"{self.file}, line {self.line}" if self.elsewhere and self.file else f"line {self.line}"
 
     @property
     def short(self) -> str:
@@ -176,6 +180,7 @@ def parse_error(meta: Any) -> ErrorInfo:
         file=file[:300] if isinstance(file, str) else None,
         frames=clean,
         code=code[:300] if isinstance(code := meta.get("code"), str) else None,
+        elsewhere=meta.get("elsewhere") is True,
     )
 
 

@@ -100,3 +100,17 @@ def test_an_exception_named_after_a_fifo_neither_blocks_nor_loses_the_batch(tmp_
     assert reports["good.py"]["passed"] and not reports["cand"]["passed"]
     (crash,) = [d for d in reports["cand"]["diagnoses"] if d["name"] == "crash"]
     assert crash["location"]["file"].endswith("notes.py") and crash["location"]["observed"] is True
+
+
+def test_an_exception_in_a_helper_module_names_that_file(tmp_path: Path) -> None:
+    """Raised in ops.py, not in the graded attention.py: "at line 3" alone would send the
+    candidate to line 3 of the wrong file."""
+    checkout = tmp_path / "checkout"
+    (checkout / "pkg").mkdir(parents=True)
+    (checkout / "pkg" / "ops.py").write_text("def split(x):\n    # three axes only\n    batch, seq, dim = x.shape\n    return batch, seq, dim\n")
+    (checkout / "pkg" / "attention.py").write_text(CORRECT.replace("def attention(Q, K, V):\n", "def attention(Q, K, V):\n    from pkg.ops import split\n\n    split(Q)\n"))
+    done = _grade("--format", "json", "--candidate", str(checkout), cwd=tmp_path)
+    (report,) = json.loads(done.stdout)["submissions"]
+    (crash,) = [d for d in report["diagnoses"] if d["name"] == "crash"]
+    assert "at pkg/ops.py, line 3" in crash["message"]
+    assert crash["location"]["file"].endswith("pkg/ops.py") and crash["location"]["code"] == "batch, seq, dim = x.shape"

@@ -45,6 +45,9 @@ from grader.sandbox.protocol import decode, encode
 MAX_TEXT = 2000
 MAX_RETURN_ELEMENTS = 20_000_000
 MAX_TUPLE_ITEMS = 4
+# The graded file, once main() knows it: an exception raised in another of the candidate's
+# files (a helper module) says which (describe_error).
+graded_file: str | None = None
 
 
 def safe_text(obj: Any, limit: int = MAX_TEXT) -> str:
@@ -104,12 +107,14 @@ def describe_error(exc: BaseException, submission_dir: str) -> dict[str, Any]:
     lineno = None
     filename = None
     code = None
+    elsewhere = False
     try:
         for frame in traceback.extract_tb(exc.__traceback__):
             inside = os.path.abspath(frame.filename).startswith(submission_dir + os.sep)
             if inside:
                 lineno, filename = frame.lineno, os.path.relpath(frame.filename, submission_dir)
                 code = safe_text(frame.line or "", 300)
+                elsewhere = graded_file is not None and os.path.abspath(frame.filename) != graded_file
                 frames.append({"file": filename, "line": frame.lineno, "function": frame.name, "code": code})
     except BaseException:  # noqa: BLE001
         pass
@@ -118,6 +123,7 @@ def describe_error(exc: BaseException, submission_dir: str) -> dict[str, Any]:
             inside = os.path.abspath(exc.filename).startswith(submission_dir + os.sep)
             lineno, filename = exc.lineno, os.path.relpath(exc.filename, submission_dir) if inside else os.path.basename(exc.filename)
             code = safe_text(exc.text.strip() if isinstance(exc.text, str) else "", 300)
+            elsewhere = graded_file is not None and os.path.abspath(exc.filename) != graded_file
     except BaseException:  # noqa: BLE001 - a SyntaxError subclass of the submission's may raise
         pass
     # ``code`` is the line as this worker could read it (through the sandbox): the grader shows
@@ -128,6 +134,7 @@ def describe_error(exc: BaseException, submission_dir: str) -> dict[str, Any]:
         "line": lineno,
         "file": filename,
         "code": code,
+        "elsewhere": elsewhere,
         "frames": frames[-10:],
     }
 
@@ -407,6 +414,8 @@ def main(argv: list[str]) -> int:
         channel.send({"kind": "ready"})
     seal_grader_package()
     path = meta["submission"]
+    global graded_file
+    graded_file = os.path.abspath(path)
     plan = meta.get("plan") or {}
     submission_dir = plan.get("root") or os.path.dirname(os.path.abspath(path))
     fn, info = load_function(path, meta["function"], plan)
