@@ -26,7 +26,9 @@ is absent for NumPy submissions, see ``grader.suite.Suite.for_framework``).
 
 The ``fresh`` check adds cases that exist nowhere on disk: shapes and values are drawn at grading
 time by ``numpy.random.default_rng`` from fresh operating-system entropy, never written anywhere,
-so a submission that replays stored answers cannot pass them. Their values are rounded to the
+so a submission that replays stored answers cannot pass them; the last has the shapes of the
+batch case again with new values, so one that keeps a result between calls of the same shapes
+cannot either (grader.diagnosis.stale). Their values are rounded to the
 grid of the stored inputs (``grader.refdata.GRID``), and their expected values are computed in
 the grader with the float64 reference (``grader.attention.attention``).
 """
@@ -186,14 +188,17 @@ def fresh_probes(seed: int | None = None, batched: bool = True) -> list[Probe]:
     """The fresh cases' probes; ``seed=None`` (the default) draws them from fresh OS entropy."""
     rng = np.random.default_rng(seed)
     probes = []
-    for i, shape in enumerate(fresh_shapes(rng), start=1):
-        if shape.batch and not batched:
-            continue
+    shapes = [shape for shape in fresh_shapes(rng) if batched or not shape.batch]
+    # Last, the shapes of the first case again with new values: a result kept from an earlier
+    # call with the same shapes (a cache keyed on them, state between calls) answers the new
+    # inputs with the old ones' result, which no case of shapes seen only once can show.
+    for i, shape in enumerate([*shapes, shapes[min(1, len(shapes) - 1)]], start=1):
         # Rounded to the grid of the stored inputs (see grader.refdata.GRID).
         Q, K, V = (np.round(rng.standard_normal(dims) * GRID) / GRID for dims in (shape.q(), shape.k(), shape.v()))
         case = f"{FRESH_PREFIX}{i}"
         probes.append(Probe(probe_name(case, "values"), case, "values", Q, K, V, fresh=True))
-        probes.append(Probe(probe_name(case, "identity"), case, "identity", Q, K, identity_values(shape.tk, shape.batch), fresh=True))
+        if i <= len(shapes):
+            probes.append(Probe(probe_name(case, "identity"), case, "identity", Q, K, identity_values(shape.tk, shape.batch), fresh=True))
     return probes
 
 

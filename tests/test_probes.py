@@ -18,7 +18,7 @@ from observing import observe
 def test_fresh_cases_differ_on_every_run(prepared: Prepared) -> None:
     a = [p for p in build_probes(prepared.suite, prepared.refs) if p.fresh]
     b = [p for p in build_probes(prepared.suite, prepared.refs) if p.fresh]
-    assert len(a) == len(b) == 6
+    assert len(a) == len(b) == 7  # three shapes, values and identity, and a second call of one
     assert not any(x.Q.shape == y.Q.shape and np.array_equal(x.Q, y.Q) for x, y in zip(a, b))
 
 
@@ -28,7 +28,17 @@ def test_fresh_shapes_keep_every_size_apart() -> None:
             sizes = [*probe.Q.shape[:-2], probe.Q.shape[-2], probe.K.shape[-2], probe.Q.shape[-1], probe.V.shape[-1]]
             if probe.kind == "values":
                 assert len(set(sizes)) == len(sizes)
-    assert [p.Q.ndim for p in fresh_probes(1) if p.kind == "values"] == [2, 3, 4]
+    assert [p.Q.ndim for p in fresh_probes(1) if p.kind == "values"] == [2, 3, 4, 3]
+
+
+def test_the_last_fresh_case_calls_an_earlier_ones_shapes_with_new_values() -> None:
+    """A result kept between calls of the same shapes (a cache keyed on them) shows only there."""
+    probes = fresh_probes(3)
+    *_, last = probes
+    (twin,) = [p for p in probes[:-1] if p.kind == "values" and p.Q.shape == last.Q.shape]
+    assert (twin.K.shape, twin.V.shape) == (last.K.shape, last.V.shape)
+    assert not np.array_equal(twin.Q, last.Q) and not np.array_equal(twin.V, last.V)
+    assert [p.Q.ndim for p in fresh_probes(3, batched=False) if p.kind == "values"] == [2, 2]
 
 
 def test_fresh_values_follow_the_seed_and_lie_on_the_stored_grid() -> None:

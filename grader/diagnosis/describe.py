@@ -19,6 +19,8 @@ from grader.diagnosis.crash_words import assumed_equal, crash_text, ranks_text a
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import Evidence, scale_points
 from grader.diagnosis.scale_fit import fit_linear, fit_scale, row_shape
+from grader.diagnosis.stale import FIX as STALE_FIX
+from grader.diagnosis.stale import stale_mismatch, stale_words
 from grader.probes import LARGE_TOLERANCE, Probe
 
 Failed = tuple[str, ...]
@@ -664,7 +666,7 @@ def mismatch(ev: Evidence, names: list[str], failed: Failed, rule: str = "values
 def unexplained(ev: Evidence, names: list[str], failed: Failed) -> list[Diagnosis]:
     """What a group of probes shows when no variant reproduces it: an exception, a bad return, or
     a values mismatch with its numbers."""
-    for judge in (crash, bad_return, mismatch):
+    for judge in (crash, bad_return, stale_mismatch, mismatch):
         found = judge(ev, names, failed)
         if found is not None:
             return [found]
@@ -680,6 +682,9 @@ def hardcoded(ev: Evidence, stored: list[str], fresh: list[str], failed: Failed)
     if error is not None:
         evidence.update(exception=error.type, exception_message=error.message, line=error.line, file=error.file, code=error.code)
         return Diagnosis.of("hardcoded", f"{lead}{first} ({shape_text(ev, first)}) raises {quote(error)}", evidence, failed)
+    stale = stale_words(ev, first)
+    if stale is not None:  # a result kept from an earlier call of the same shapes
+        return replace(Diagnosis.of("hardcoded", f"{lead}{stale}", {**evidence, "stale": True}, failed), fix=STALE_FIX)
     found = mismatch(ev, [first], failed, "hardcoded", lead)
     if found is not None:
         return Diagnosis.of("hardcoded", found.message, {**evidence, **found.evidence}, failed)
