@@ -90,6 +90,12 @@ def test_a_crash_on_cross_attention_says_the_code_assumes_tq_equals_tk(grade_pat
     assert "the code assumes T_q == T_k" in crash.fix and "d_v" not in crash.fix
 
 
+def test_a_crash_of_swapped_operands_says_to_multiply_weights_by_v(grade_path: Grade) -> None:
+    crash = _only(grade_path(WORDING / "crash-swapped-product.py"), "crash")
+    assert crash.fix.startswith("It raises whenever the value size d_v differs from the number of queries T_q")
+    assert "weights @ V" in crash.fix and "a size written into the code" not in crash.fix
+
+
 def test_a_crash_the_sizes_do_not_split_keeps_the_written_size_words(grade_path: Grade) -> None:
     """d_k written as 8: inputs with d_v != d_k run where d_k is 8, so no two sizes decide."""
     crash = _only(grade_path(CORPUS / "buggy" / "crash-fixed-feature-size.py"), "crash")

@@ -6,7 +6,8 @@ The sizes: attention ties none of its sizes together but d_k (Q's and K's last a
 next-to-last). Code that raises exactly on the inputs where two other sizes differ, and runs on
 every input where they are equal, assumes them equal: ``jax.nn.dot_product_attention`` and
 ``nn.MultiheadAttention`` without ``vdim`` need d_v == d_k; a causal mask or a reshape built from
-one length needs T_q == T_k. Told from the probes' shapes alone, never from reading the code.
+one length needs T_q == T_k; ``V @ weights`` needs d_v == T_q. Told from the probes' shapes
+alone, never from reading the code.
 """
 
 from __future__ import annotations
@@ -51,6 +52,16 @@ _ASSUMPTIONS: tuple[tuple[Callable[[Probe], bool], Assumption], ...] = (
             "and apply no mask unless one is given.",
         ),
     ),
+    (
+        lambda p: p.V.shape[-1] == p.Q.shape[-2],
+        Assumption(
+            "d_v == T_q",
+            "d_v != T_q",
+            "raises whenever the value size d_v differs from the number of queries T_q: the code assumes d_v == T_q, "
+            "which is what the last product's operands swapped need (V @ weights, or a transpose of it)",
+            "multiply in this order: weights @ V, (..., T_q, T_k) @ (..., T_k, d_v), giving (..., T_q, d_v).",
+        ),
+    ),
 )
 
 
@@ -70,13 +81,17 @@ def crash_text(found: list[tuple[Assumption, int, int]], error_type: str) -> tup
     if len(found) == 1:
         said = f"; raises on the {raised} input{'s' if raised != 1 else ''} with {first.differ}, runs on the {ran} with {first.equal}"
         return said, f"It {first.why}. Instead, {first.fix}"
-    second = found[1][0]
-    said = f"; raises on the {raised} input{'s' if raised != 1 else ''} with {first.differ} and {second.differ}, runs on the {ran} with {first.equal} and {second.equal}"
+    assumptions = [a for a, _, _ in found]
+    said = f"; raises on the {raised} input{'s' if raised != 1 else ''} with {_and([a.differ for a in assumptions])}, runs on the {ran} with {_and([a.equal for a in assumptions])}"
     fix = (
-        f"It raises {error_type} exactly on the inputs where d_v differs from d_k and T_q from T_k (these inputs cannot tell which): "
-        f"the code assumes {first.equal} or {second.equal}. Instead, {first.fix[:-1]}; and {second.fix}"
+        f"It raises {error_type} exactly on the inputs where {_and([a.differ for a in assumptions])} (these inputs cannot tell which): "
+        f"the code assumes {' or '.join(a.equal for a in assumptions)}. Instead, " + "; and ".join(a.fix[:-1] for a in assumptions) + "."
     )
     return said, fix
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def ranks_text(ranks: list[int]) -> str:
