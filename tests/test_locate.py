@@ -307,3 +307,16 @@ def test_another_files_location_is_written_as_the_graded_file_was_given(tmp_path
     monkeypatch.chdir(tmp_path)
     (d,) = attach_locations(Path("src/pkg/attention.py"), [Diagnosis.of("crash", "measured", {"line": 5, "file": "src/pkg/ops.py", "code": "batch, seq, dim = x.shape"})], root=tmp_path)
     assert d.location is not None and (d.location.file, d.location.line, d.location.code) == ("src/pkg/ops.py", 5, "batch, seq, dim = x.shape")
+
+
+def test_scores_scaled_by_sqrt_dk_twice_point_at_the_second(tmp_path: Path) -> None:
+    """Two 1/sqrt(d_k) divide by d_k together: the one to drop is the second."""
+    path = tmp_path / "twice.py"
+    path.write_text(
+        "import numpy as np\n\ndef attention(Q, K, V):\n    d_k = Q.shape[-1]\n"
+        "    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)\n    scores = scores / np.sqrt(d_k)\n"
+        "    w = np.exp(scores - scores.max(axis=-1, keepdims=True))\n    return w / w.sum(axis=-1, keepdims=True) @ V\n"
+    )
+    assert located(path, "scale-by-dk") == "scores = scores / np.sqrt(d_k)"
+    path.write_text("import numpy as np\n\ndef attention(Q, K, V):\n    q = Q / np.sqrt(Q.shape[-1])\n    s = q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n    return s\n")
+    assert located(path, "scale-by-dk") == "s = q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])"

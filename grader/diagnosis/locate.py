@@ -366,6 +366,13 @@ def _scale_finder(predicate: Callable[[Factor], bool], wrong: ScaleMistake = "po
     return find
 
 
+def _scaled_twice(source: Source) -> ast.AST | None:
+    """The second of two 1/sqrt(d_k) scalings (Q pre-scaled and the scores divided again, or one
+    division written twice): together they divide by d_k, and the second is the one to drop."""
+    roots = [site for site in scale_sites(source) if site.factor.base == "d_k" and _exponent_near(site.factor.power, -0.5)]
+    return roots[1].node if len(roots) >= 2 else None
+
+
 def _products(source: Source) -> list[ast.AST]:
     """Where the scores are formed: a matrix product (or dot, einsum) that involves the keys."""
     found: list[ast.AST] = []
@@ -585,7 +592,7 @@ def find_wrong_backward(source: Source, d: Diagnosis) -> ast.AST | None:
 
 
 FINDERS: dict[str, Callable[[Source, Diagnosis], ast.AST | None]] = {
-    "scale-by-dk": _scale_finder(lambda f: f.base in ("d_k", "shape1") and _exponent_near(f.power, -1.0)),
+    "scale-by-dk": lambda source, d: _scale_finder(lambda f: f.base in ("d_k", "shape1") and _exponent_near(f.power, -1.0))(source, d) or _scaled_twice(source),
     "scale-multiplied": _scale_finder(lambda f: f.base == "d_k" and f.power > 0),
     "scale-by-seq-len": _scale_finder(lambda f: f.base in ("T_q", "T_k", "shape0", "shape1", "shape2", "V1") and f.power < 0, "size"),
     "scale-by-dv": _scale_finder(lambda f: f.base in ("d_v", "V1"), "size"),
