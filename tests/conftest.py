@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,18 @@ def grade_path(prepared: Prepared):  # type: ignore[no-untyped-def]
         return cache[path]
 
     return run
+
+
+# CI installs torch and JAX before the framework tests and sets this: a missing one fails there.
+REQUIRE_FRAMEWORKS = os.environ.get("GRADER_REQUIRE_FRAMEWORKS") == "1"
+
+
+def needs_framework(framework: str | None) -> None:
+    """Skip the test where ``framework`` (torch, jax) is not installed; fail it in CI."""
+    if framework and importlib.util.find_spec(framework) is None:
+        if REQUIRE_FRAMEWORKS:
+            pytest.fail(f"{framework} is not installed but GRADER_REQUIRE_FRAMEWORKS=1")
+        pytest.skip(f"{framework} is not installed")
 
 
 def error_names(report: Report) -> list[str]:

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from dataclasses import replace
 
 import pytest
 import yaml
 
-from conftest import CORPUS, error_names, warning_names
+from conftest import CORPUS, error_names, warning_names, needs_framework
 
 EXPECTED: dict[str, dict] = yaml.safe_load((CORPUS / "expected.yaml").read_text())
 SLOW = {"buggy/timeout.py"}  # needs the wall-clock limit: graded with a short one below
-REQUIRE_FRAMEWORKS = os.environ.get("GRADER_REQUIRE_FRAMEWORKS") == "1"
 
 
 def _param(path: str, want: dict):  # type: ignore[no-untyped-def, type-arg]
@@ -24,11 +21,7 @@ def _param(path: str, want: dict):  # type: ignore[no-untyped-def, type-arg]
 
 @pytest.mark.parametrize(("path", "want"), [_param(p, w) for p, w in sorted(EXPECTED.items()) if p not in SLOW])
 def test_corpus_submission(path: str, want: dict, grade_path) -> None:  # type: ignore[no-untyped-def]
-    framework = want.get("requires")
-    if framework and importlib.util.find_spec(framework) is None:
-        if REQUIRE_FRAMEWORKS:
-            pytest.fail(f"{framework} is not installed but GRADER_REQUIRE_FRAMEWORKS=1")
-        pytest.skip(f"{framework} is not installed")
+    needs_framework(want.get("requires"))
     report = grade_path(CORPUS / path)
     assert report.passed is want["passed"], [d.message for d in report.diagnoses]
     assert error_names(report) == sorted(want["diagnoses"]), [d.message for d in report.diagnoses]

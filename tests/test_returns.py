@@ -5,15 +5,13 @@ tests/corpus/returns/expected.yaml; the rest are hand-made observations (tests/o
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from dataclasses import replace
 
 import numpy as np
 import pytest
 import yaml
 
-from conftest import CORPUS, error_names
+from conftest import CORPUS, error_names, needs_framework
 from grader.diagnosis.catalogue import REFERENCE
 from grader.diagnosis.returned_weights import MARK, weights_diagnoses
 from grader.observation import Observation, Value, WorkerRun
@@ -23,7 +21,6 @@ from observing import observe
 
 TABLE = CORPUS / "returns"
 EXPECTED: dict[str, dict] = yaml.safe_load((TABLE / "expected.yaml").read_text())  # type: ignore[type-arg]
-REQUIRE_FRAMEWORKS = os.environ.get("GRADER_REQUIRE_FRAMEWORKS") == "1"
 
 
 def _param(path: str, want: dict):  # type: ignore[no-untyped-def, type-arg]
@@ -33,11 +30,7 @@ def _param(path: str, want: dict):  # type: ignore[no-untyped-def, type-arg]
 
 @pytest.mark.parametrize(("path", "want"), [_param(p, w) for p, w in sorted(EXPECTED.items())])
 def test_return_is_judged_as_expected(path: str, want: dict, grade_path) -> None:  # type: ignore[no-untyped-def, type-arg]
-    framework = want.get("requires")
-    if framework and importlib.util.find_spec(framework) is None:
-        if REQUIRE_FRAMEWORKS:
-            pytest.fail(f"{framework} is not installed but GRADER_REQUIRE_FRAMEWORKS=1")
-        pytest.skip(f"{framework} is not installed")
+    needs_framework(want.get("requires"))
     report = grade_path(TABLE / path)
     messages = [d.message for d in report.diagnoses]
     assert report.passed is want["passed"], messages

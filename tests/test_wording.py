@@ -5,8 +5,6 @@ tests/corpus/wording/expected.yaml; the look-alikes beside each keep their own w
 from __future__ import annotations
 
 import ast
-import importlib.util
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -14,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import CORPUS, error_names, warning_names
+from conftest import CORPUS, error_names, warning_names, needs_framework
 from grader.api import Prepared
 from grader.diagnosis.behaviour import to_bfloat16
 from grader.diagnosis.inplace import in_place_statement, is_in_place_error, saved_by
@@ -27,15 +25,7 @@ from grader.report.model import Report
 WORDING = CORPUS / "wording"
 TABLE: dict[str, dict] = yaml.safe_load((WORDING / "expected.yaml").read_text())  # type: ignore[type-arg]
 EXAMPLES = Path(__file__).resolve().parent.parent / "submissions_example"
-REQUIRE_FRAMEWORKS = os.environ.get("GRADER_REQUIRE_FRAMEWORKS") == "1"
 Grade = Callable[[Path], Report]
-
-
-def _needs(framework: str | None) -> None:
-    if framework and importlib.util.find_spec(framework) is None:
-        if REQUIRE_FRAMEWORKS:
-            pytest.fail(f"{framework} is not installed but GRADER_REQUIRE_FRAMEWORKS=1")
-        pytest.skip(f"{framework} is not installed")
 
 
 def _only(report: Report, name: str) -> Diagnosis:
@@ -48,7 +38,7 @@ def _only(report: Report, name: str) -> Diagnosis:
     [pytest.param(p, w, id=p, marks=[pytest.mark.framework] if w.get("requires") else []) for p, w in sorted(TABLE.items())],
 )
 def test_wording_corpus(path: str, want: dict, grade_path: Grade) -> None:  # type: ignore[type-arg]
-    _needs(want.get("requires"))
+    needs_framework(want.get("requires"))
     report = grade_path(WORDING / path)
     assert report.passed is want["passed"], [d.message for d in report.diagnoses]
     assert error_names(report) == sorted(want["diagnoses"]), [d.message for d in report.diagnoses]
@@ -74,7 +64,7 @@ def test_every_wording_file_is_listed() -> None:
     ],
 )
 def test_a_crash_on_every_input_with_dv_not_dk_says_the_code_assumes_them_equal(path: str, grade_path: Grade) -> None:
-    _needs(TABLE[path].get("requires"))
+    needs_framework(TABLE[path].get("requires"))
     crash = _only(grade_path(WORDING / path), "crash")
     assert crash.fix.startswith(
         "It raises whenever the value size d_v differs from the key size d_k: the code assumes d_v == d_k "
@@ -109,7 +99,7 @@ def test_a_crash_the_sizes_do_not_split_keeps_the_written_size_words(grade_path:
 
 @pytest.mark.framework
 def test_an_in_place_softmax_is_told_as_in_place_and_located_there(grade_path: Grade) -> None:
-    _needs("torch")
+    needs_framework("torch")
     path = WORDING / "not-differentiable-in-place-torch.py"
     d = _only(grade_path(path), "not-differentiable")
     assert d.evidence["in_place"] is True and d.evidence["saved_by"] == "exp"
@@ -121,7 +111,7 @@ def test_an_in_place_softmax_is_told_as_in_place_and_located_there(grade_path: G
 
 @pytest.mark.framework
 def test_a_detached_graph_keeps_its_own_fix(grade_path: Grade) -> None:
-    _needs("torch")
+    needs_framework("torch")
     d = _only(grade_path(EXAMPLES / "not_differentiable_torch.py"), "not-differentiable")
     assert "in_place" not in d.evidence and ".detach()" in d.fix
 
@@ -160,7 +150,7 @@ def test_bfloat16_rounding_is_to_nearest_even_on_float32_top_bits() -> None:
 
 @pytest.mark.framework
 def test_bfloat16_rounding_agrees_with_torch() -> None:
-    _needs("torch")
+    needs_framework("torch")
     import torch
 
     values = np.random.default_rng(0).normal(size=2000) * 10.0 ** np.random.default_rng(1).integers(-6, 6, size=2000)
@@ -173,7 +163,7 @@ def test_bfloat16_rounding_agrees_with_torch() -> None:
     ["reduced-precision-bfloat16-numpy.py", pytest.param("reduced-precision-bfloat16-torch.py", marks=pytest.mark.framework)],
 )
 def test_bfloat16_compute_is_reduced_precision_with_its_line(path: str, grade_path: Grade) -> None:
-    _needs(TABLE[path].get("requires"))
+    needs_framework(TABLE[path].get("requires"))
     d = _only(grade_path(WORDING / path), "reduced-precision")
     assert d.severity == "error" and d.evidence["precision"] == "bfloat16" and "bfloat16 grid" in d.message
     assert d.location is not None
