@@ -114,3 +114,8 @@ def test_an_exception_in_a_helper_module_names_that_file(tmp_path: Path) -> None
     (crash,) = [d for d in report["diagnoses"] if d["name"] == "crash"]
     assert "at pkg/ops.py, line 3" in crash["message"]
     assert crash["location"]["file"].endswith("pkg/ops.py") and crash["location"]["code"] == "batch, seq, dim = x.shape"
+    # Every report that gives the line gives the file with it.
+    markdown = _grade("--format", "markdown", "--candidate", "checkout", cwd=tmp_path).stdout
+    github = _grade("--format", "github", "--candidate", "checkout", cwd=tmp_path).stdout
+    assert "**E103 crash** (checkout/pkg/ops.py, line 3)" in markdown
+    assert "Code: checkout/pkg/ops.py, line 3: batch, seq, dim = x.shape" in github

@@ -20,6 +20,14 @@ class Location:
     # which the grader never opens (a report shows no lines around it).
     observed: bool = False
 
+    @property
+    def where(self) -> str:
+        """'line 7'; 'cell 3, line 2' in a notebook; 'src/pkg/ops.py, line 5' in another of the
+        candidate's files than the graded one (a report otherwise reads it as the graded file's)."""
+        if self.cell is not None:
+            return f"cell {self.cell}, line {self.line}"
+        return f"{self.file}, line {self.line}" if self.observed else f"line {self.line}"
+
 
 @dataclass(frozen=True)
 class Diagnosis:

@@ -82,8 +82,7 @@ def message(d: Diagnosis, framework: str | None = None) -> str:
     fix = in_framework(d, framework).fix  # the fixes are numpy unless the file's imports said otherwise
     parts = [rule.summary if rule is not None else _inert(d.message), f"Fix: {_inert(fix)}"]
     if d.location is not None:
-        where = f"cell {d.location.cell}, line {d.location.line}" if d.location.cell else f"line {d.location.line}"
-        parts.append(f"Code: {where}: {_inert(d.location.code.strip())}")
+        parts.append(f"Code: {_inert(d.location.where)}: {_inert(d.location.code.strip())}")
     if rule is not None:
         # A candidate's copy of a report has the plain words for a message (grader.report.audience):
         # said once is enough.

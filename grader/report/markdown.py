@@ -67,7 +67,7 @@ class Finding:
 
     code: str
     name: str
-    line: int | None
+    where: str | None  # grader.diagnosis.model.Location.where
     message: str
     fix: str
 
@@ -82,7 +82,7 @@ class Details:
 
     @classmethod
     def of(cls, report: Report) -> Details:
-        findings = tuple(Finding(d.code, d.name, d.location.line if d.location is not None else None, d.message, d.fix) for d in report.diagnoses)
+        findings = tuple(Finding(d.code, d.name, d.location.where if d.location is not None else None, d.message, d.fix) for d in report.diagnoses)
         return cls(report.path, report.error, findings)
 
 
@@ -112,7 +112,7 @@ def document(rows: list[Row], details: list[Details], interrupted: str = "") -> 
         if item.error:
             lines.append(f"- not graded: {md(item.error)}")
         for f in item.findings:
-            where = f" (line {f.line})" if f.line is not None else ""
+            where = f" ({md(f.where)})" if f.where is not None else ""
             lines.append(f"- **{md(f.code)} {md(f.name)}**{where}: {md(f.message.rstrip('.'))}. Fix: {md_fix(f.fix)}")
     return "\n".join(lines) + "\n"
 
