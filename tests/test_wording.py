@@ -219,3 +219,22 @@ def test_what_the_main_guard_hides(tmp_path: Path, source: str, expected: bool) 
     path = tmp_path / "f.py"
     path.write_text(source)
     assert defines_function(path, "attention") is expected
+
+
+# -- a result kept from an earlier call --------------------------------------------------------
+
+
+def test_a_result_cached_by_shape_is_told_as_an_earlier_calls(grade_path: Grade) -> None:
+    hardcoded = _only(grade_path(CORPUS / "buggy" / "hardcoded-shape-cache.py"), "hardcoded")
+    assert "fresh-4/values has the shapes of fresh-2/values and new values, and gets the weights of fresh-2/values" in hardcoded.message
+    assert "lru_cache" in hardcoded.fix
+    kept = _only(grade_path(CORPUS / "buggy" / "values-mismatch-output-by-shape.py"), "values-mismatch")
+    assert "gets the output of batch-square/values" in kept.message and "lru_cache" in kept.fix
+
+
+def test_a_constant_answer_is_not_told_as_an_earlier_calls(tmp_path: Path, grade_path: Grade) -> None:
+    """Every call of the same shapes gets the same zeros: the same output, but never a right one."""
+    path = tmp_path / "zeros.py"
+    path.write_text("import numpy as np\n\ndef attention(Q, K, V):\n    return np.zeros(Q.shape[:-1] + V.shape[-1:])\n")
+    mismatch = _only(grade_path(path), "values-mismatch")
+    assert "earlier call" not in mismatch.message and "lru_cache" not in mismatch.fix
