@@ -38,6 +38,9 @@ MAX_SOURCE_CHARS = 2 * 1024 * 1024
 
 _SYNTAX_WHERE = re.compile(r"\(([^()]+), line (\d+)\)$")
 _MAGIC_LINE = re.compile(r"^(\s*)(?:[%!]|([\w.]+)\s*=\s*([%!]))")
+# IPython's help: ``?np.swapaxes``, ``np.swapaxes?``, ``np.einsum??``, ``np.*sum*?`` on a line of
+# their own. Never Python (no ``?`` is), and the whole line is a name: no comment or string in it.
+_HELP_LINE = re.compile(r"^(\s*)(?:\?{1,2}[\w.*]+|[\w.*]+\?{1,2})\s*$")
 # What can change where a statement ends, outside strings: a quote, a comment, a run of brackets
 # or of backslashes (taken whole, so that a line of them is read at the regex's speed); and inside
 # a string of each kind of quotes, an escape or the closing quotes (a backslash that ends the line
@@ -102,6 +105,9 @@ def _cells(doc: Any) -> list[tuple[str, str]]:
 
 
 def _clean_line(line: str) -> str:
+    help_line = _HELP_LINE.match(line)
+    if help_line is not None:
+        return f"{help_line.group(1)}pass"
     match = _MAGIC_LINE.match(line)
     if match is None:
         return line
@@ -173,8 +179,8 @@ def _clean_cell(lines: list[str], clean: Callable[[str], str]) -> list[str]:
     """The lines of a cell with ``clean`` applied to those that start a statement, and only to
     those: IPython takes a line for a magic or a shell command only there, so a ``!= 2)`` inside
     brackets, a ``% 3`` after a backslash or a ``%s`` inside a docstring stays Python."""
-    # Every magic and shell line holds a % or a !: the others are not even looked at.
-    return [clean(line) if start and ("%" in line or "!" in line) else line for line, start in zip(lines, _statement_starts(lines))]
+    # Every magic, shell and help line holds a %, a ! or a ?: the others are not even looked at.
+    return [clean(line) if start and ("%" in line or "!" in line or "?" in line) else line for line, start in zip(lines, _statement_starts(lines))]
 
 
 def convert(doc: Any) -> NotebookSource:

@@ -320,3 +320,14 @@ def test_scores_scaled_by_sqrt_dk_twice_point_at_the_second(tmp_path: Path) -> N
     assert located(path, "scale-by-dk") == "scores = scores / np.sqrt(d_k)"
     path.write_text("import numpy as np\n\ndef attention(Q, K, V):\n    q = Q / np.sqrt(Q.shape[-1])\n    s = q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n    return s\n")
     assert located(path, "scale-by-dk") == "s = q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])"
+
+
+def test_the_function_the_name_is_last_bound_to_is_the_graded_one(tmp_path: Path) -> None:
+    """attention = attention_fast after a correct def attention: the second function is graded
+    (Python's last binding), and its line is the one shown."""
+    path = tmp_path / "rebound.py"
+    path.write_text(
+        "import numpy as np\n\ndef attention(Q, K, V):\n    return (Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])) @ V\n\n"
+        "def attention_fast(Q, K, V):\n    s = Q @ np.swapaxes(K, -1, -2)\n    return s @ V\n\nattention = attention_fast\n"
+    )
+    assert located(path, "scale-missing") == "s = Q @ np.swapaxes(K, -1, -2)"

@@ -24,6 +24,15 @@ def test_code_cells_are_joined_and_magics_become_pass() -> None:
     compile(nb.source, "nb.ipynb", "exec")
 
 
+def test_help_lines_become_pass_and_questions_in_code_stay() -> None:
+    """IPython's ?name, name? and name?? are help, never Python; a ? in a comment or a string is
+    neither."""
+    cell = "?np.swapaxes\nnp.swapaxes?\n  np.einsum??\nnp.*sum*?\nx = 1  # why?\ns = 'what?'\nt = (1,\n?x)"
+    lines = convert(doc(("code", cell))).source.splitlines()
+    assert lines[:7] == ["pass", "pass", "  pass", "pass", "x = 1  # why?", "s = 'what?'", "t = (1,"]
+    assert lines[7] == "?x)"  # inside brackets: Python's to report
+
+
 CONTINUED = [
     # (a cell that runs in IPython as written, a name it must define and its value)
     ("ok = (len('ab')\n!= 3)", "ok", True),

@@ -121,16 +121,21 @@ def _is_main_block(node: ast.AST) -> bool:
 def _graded_def(source: Source) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The graded function, or the __call__ of the class whose instance carries the graded name."""
     classes: dict[str, ast.ClassDef] = {}
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     target: ast.FunctionDef | ast.AsyncFunctionDef | None = None
     instance_of: str | None = None
-    for node in source.tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == source.function:
-            target = node
+    for node in source.tree.body:  # the last binding of the name is the one graded
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[node.name] = node
+            if node.name == source.function:
+                target, instance_of = node, None
         elif isinstance(node, ast.ClassDef):
             classes[node.name] = node
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == source.function for t in node.targets):
             if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
                 instance_of = node.value.func.id
+            elif isinstance(node.value, ast.Name) and node.value.id in functions:  # attention = attention_fast
+                target, instance_of = functions[node.value.id], None
     if target is None and instance_of in classes:
         for item in classes[instance_of].body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__call__":

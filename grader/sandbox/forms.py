@@ -26,6 +26,9 @@ def import_submission(path: str, plan: dict[str, Any]) -> types.ModuleType:
     if isinstance(source, str):
         module = types.ModuleType("submission")
         module.__file__ = path
+        # A notebook kernel gives every notebook display() without an import; a cell that
+        # imports its own (from IPython.display) replaces this one.
+        module.__dict__["display"] = _display
         sys.modules["submission"] = module
         # Tracebacks read code lines through linecache: give them the cells, not the JSON.
         linecache.cache[path] = (len(source), None, source.splitlines(True), path)
@@ -41,6 +44,12 @@ def import_submission(path: str, plan: dict[str, Any]) -> types.ModuleType:
     sys.modules["submission"] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _display(*objs: Any, **kwargs: Any) -> None:
+    """IPython's display(), as a script shows it: each object's repr, printed."""
+    for obj in objs:
+        print(repr(obj))
 
 
 def search_path(path: str, plan: dict[str, Any]) -> list[str]:
