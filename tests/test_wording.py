@@ -238,3 +238,15 @@ def test_a_constant_answer_is_not_told_as_an_earlier_calls(tmp_path: Path, grade
     path.write_text("import numpy as np\n\ndef attention(Q, K, V):\n    return np.zeros(Q.shape[:-1] + V.shape[-1:])\n")
     mismatch = _only(grade_path(path), "values-mismatch")
     assert "earlier call" not in mismatch.message and "lru_cache" not in mismatch.fix
+
+
+# -- which shift is missing ----------------------------------------------------------------------
+
+
+def test_a_global_maximum_shift_is_told_apart_from_no_shift(grade_path: Grade) -> None:
+    """s - s.max() keeps the rows near the array's maximum finite: it is told as a global shift;
+    code that never shifts, all nan on the large probe, keeps the no-shift words."""
+    global_max = _only(grade_path(CORPUS / "buggy" / "softmax-unstable-global-max.py"), "softmax-unstable")
+    assert "subtracts the maximum of the whole array" in global_max.message
+    unshifted = _only(grade_path(CORPUS / "buggy" / "softmax-unstable.py"), "softmax-unstable")
+    assert "without subtracting the maximum" in unshifted.message and "whole array" not in unshifted.message

@@ -19,6 +19,7 @@ from grader.diagnosis.crash_words import assumed_equal, crash_text, ranks_text a
 from grader.diagnosis.model import Diagnosis
 from grader.diagnosis.replay import Evidence, scale_points
 from grader.diagnosis.scale_fit import fit_linear, fit_scale, row_shape
+from grader.diagnosis.shift_words import shift_as_seen
 from grader.diagnosis.stale import FIX as STALE_FIX
 from grader.diagnosis.stale import stale_mismatch, stale_words
 from grader.probes import LARGE_TOLERANCE, Probe
@@ -76,7 +77,7 @@ def describe(ev: Evidence, variant: Variant, names: list[str], failed: Failed) -
         elif name == "softmax-missing":
             out.append(softmax_missing(ev, option, names, failed))
         elif name == "softmax-unstable":
-            out.append(unstable(ev, option, names, failed))
+            out.append(unstable(ev, shift_as_seen(ev, option, variant, names), names, failed))
         elif name == "returns-weights":
             out.append(returns_weights(ev, names, failed))
         elif name == "softmax-unnormalised":
