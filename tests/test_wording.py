@@ -250,3 +250,23 @@ def test_a_global_maximum_shift_is_told_apart_from_no_shift(grade_path: Grade) -
     assert "subtracts the maximum of the whole array" in global_max.message
     unshifted = _only(grade_path(CORPUS / "buggy" / "softmax-unstable.py"), "softmax-unstable")
     assert "without subtracting the maximum" in unshifted.message and "whole array" not in unshifted.message
+
+
+def test_the_sizes_assumed_are_read_from_the_stored_probes_only() -> None:
+    """A fresh probe whose sizes happen to let a d_k reshape run does not change the words: they
+    stay the same from run to run."""
+    from grader.diagnosis.crash_words import assumed_equal
+    from grader.observation import Observation
+    from grader.probes import Probe
+
+    def probe(name: str, d_k: int, d_v: int, fresh: bool = False) -> Probe:
+        return Probe(name, name, "values", np.ones((3, d_k)), np.ones((4, d_k)), np.ones((4, d_v)), fresh=fresh)
+
+    probes = {p.name: p for p in (probe("square", 4, 4), probe("wide", 4, 6), probe("fresh-1/values", 2, 4, fresh=True))}
+    observed = {
+        "square": Observation("square", 0, "returned", 0.0),
+        "wide": Observation("wide", 0, "raised", 0.0),
+        "fresh-1/values": Observation("fresh-1/values", 0, "returned", 0.0),  # 4 divisible by 2
+    }
+    (found,) = assumed_equal(probes, observed)
+    assert found[0].equal == "d_v == d_k" and found[1:] == (1, 1)

@@ -66,10 +66,13 @@ _ASSUMPTIONS: tuple[tuple[Callable[[Probe], bool], Assumption], ...] = (
 
 
 def assumed_equal(probes: dict[str, Probe], observed: dict[str, Observation]) -> list[tuple[Assumption, int, int]]:
-    """The assumptions that split the probes exactly (every probe that raises has the sizes
-    different, every probe that returns has them equal), each with how many raise and run."""
-    raised = [probes[n] for n, o in observed.items() if o.status == "raised" and n in probes]
-    ran = [probes[n] for n, o in observed.items() if o.status == "returned" and n in probes]
+    """The assumptions that split the stored probes exactly (every probe that raises has the
+    sizes different, every probe that returns has them equal), each with how many raise and
+    run. The fresh probes' sizes are drawn anew each run: code that reshapes with d_k runs on
+    some of them by divisibility alone, and the words must not change from run to run."""
+    stored = {n: o for n, o in observed.items() if n in probes and not probes[n].fresh}
+    raised = [probes[n] for n, o in stored.items() if o.status == "raised"]
+    ran = [probes[n] for n, o in stored.items() if o.status == "returned"]
     if not raised or not ran:
         return []
     return [(a, len(raised), len(ran)) for equal, a in _ASSUMPTIONS if not any(equal(p) for p in raised) and all(equal(p) for p in ran)]
