@@ -47,6 +47,15 @@ def needs_framework(framework: str | None) -> None:
         pytest.skip(f"{framework} is not installed")
 
 
+def assert_verdict(report: Report, want: dict) -> None:  # type: ignore[type-arg]
+    """A corpus table's row (passed, diagnoses, warnings when given) against a report."""
+    messages = [d.message for d in report.diagnoses]
+    assert report.passed is want["passed"], messages
+    assert error_names(report) == sorted(want["diagnoses"]), messages
+    if "warnings" in want:
+        assert warning_names(report) == sorted(want["warnings"]), messages
+
+
 def error_names(report: Report) -> list[str]:
     return sorted(d.name for d in report.diagnoses if d.severity == "error")
 

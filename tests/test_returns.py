@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import CORPUS, error_names, needs_framework
+from conftest import CORPUS, assert_verdict, error_names, needs_framework
 from grader.diagnosis.catalogue import REFERENCE
 from grader.diagnosis.returned_weights import MARK, weights_diagnoses
 from grader.observation import Observation, Value, WorkerRun
@@ -32,9 +32,7 @@ def _param(path: str, want: dict):  # type: ignore[no-untyped-def, type-arg]
 def test_return_is_judged_as_expected(path: str, want: dict, grade_path) -> None:  # type: ignore[no-untyped-def, type-arg]
     needs_framework(want.get("requires"))
     report = grade_path(TABLE / path)
-    messages = [d.message for d in report.diagnoses]
-    assert report.passed is want["passed"], messages
-    assert error_names(report) == sorted(want["diagnoses"]), messages
+    assert_verdict(report, want)
     if want["passed"]:
         assert report.score == report.max_score
     if "returns" in want:

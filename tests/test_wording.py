@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import CORPUS, error_names, warning_names, needs_framework
+from conftest import CORPUS, assert_verdict, needs_framework
 from grader.api import Prepared
 from grader.diagnosis.behaviour import to_bfloat16
 from grader.diagnosis.inplace import in_place_statement, is_in_place_error, saved_by
@@ -40,10 +40,7 @@ def _only(report: Report, name: str) -> Diagnosis:
 def test_wording_corpus(path: str, want: dict, grade_path: Grade) -> None:  # type: ignore[type-arg]
     needs_framework(want.get("requires"))
     report = grade_path(WORDING / path)
-    assert report.passed is want["passed"], [d.message for d in report.diagnoses]
-    assert error_names(report) == sorted(want["diagnoses"]), [d.message for d in report.diagnoses]
-    if "warnings" in want:
-        assert warning_names(report) == sorted(want["warnings"])
+    assert_verdict(report, want)
     if "assumes" in want:
         assert _only(report, "crash").evidence["assumes"] == want["assumes"]
 

@@ -99,5 +99,4 @@ def _and(items: list[str]) -> str:
 
 def ranks_text(ranks: list[int]) -> str:
     """[2, 3, 4] as "2-D, 3-D and 4-D"."""
-    names = [f"{r}-D" for r in ranks]
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return _and([f"{r}-D" for r in ranks])

@@ -17,6 +17,8 @@ import ast
 import re
 from typing import Iterable
 
+from grader.diagnosis.locate_softmax import call_name
+
 # What torch says when an in-place operation broke autograd: at backward time (a saved tensor
 # changed), or during the call (an input that requires gradients, or a view of one, written in place).
 _IN_PLACE = re.compile(r"modified by an inplace operation|used in an in-place operation|is being modified inplace|inplace operation", re.IGNORECASE)
@@ -38,11 +40,6 @@ def saved_by(message: str) -> str | None:
     (after an in-place ``exp_``) -> "exp"."""
     found = _SAVED_BY.search(message)
     return found.group(1).lower() if found else None
-
-
-def _call_name(node: ast.expr) -> str:
-    func = node.func if isinstance(node, ast.Call) else node
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _is_in_place_method(name: str) -> bool:
@@ -74,7 +71,7 @@ def _makes(node: ast.stmt, op: str) -> bool:
     a loop or a branch is judged by the statements in it."""
     if hasattr(node, "body"):
         return False
-    return any(isinstance(n, ast.Call) and _call_name(n).rstrip("_") == op for n in ast.walk(node))
+    return any(isinstance(n, ast.Call) and call_name(n).rstrip("_") == op for n in ast.walk(node))
 
 
 def in_place_statement(statements: Iterable[ast.stmt], op: str | None) -> ast.stmt | None:

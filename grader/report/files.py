@@ -139,7 +139,8 @@ class ReportFile:
                     self._fifo = open_through(self.target)
                 self._spooled = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace", newline="")
             except OSError as exc:
-                self.discard()
+                if self._fifo is not None:
+                    os.close(self._fifo)
                 raise output_error(path, exc) from None
             self.stream: IO[str] = self._spooled
             return
@@ -195,7 +196,7 @@ class ReportFile:
             self._fifo = None
         try:
             self.stream.close()
-        except (OSError, AttributeError):  # never flushed, or never opened (a refused FIFO)
+        except OSError:  # the data that could not be flushed is thrown away with the file
             pass
         if self._tmp is None:
             return
